@@ -1,0 +1,76 @@
+// Package abi is the contract between the plugboard host and its WebAssembly
+// guests. It owns the export names, the host-function modules and their
+// signatures, the JSON shapes that cross the boundary (manifest, call request,
+// call result, error envelope), the custom-section name of the embedded
+// manifest, the registry of error codes and the ABI version. It has no
+// dependencies outside the standard library and is imported by the host, the
+// guest SDK and the conformance kit alike; it must never import either side.
+//
+// # Exports
+//
+// A plugin is a WASI preview 1 reactor (it may export _initialize, which the
+// host runs once per instance) that exports two functions, each taking no
+// parameters and returning an i32 status (0 = ok, non-zero = failed):
+//
+//   - describe: reads nothing, outputs a [Manifest] as JSON. The outer shape is
+//     the one existing Extism MCP plugins use ({"tools":[{name, description,
+//     inputSchema}]}); plugboard adds abi, plugin, capabilities and per-tool
+//     fields. A plugin that outputs only the Extism shape is accepted.
+//   - call: reads a [CallRequest] ({"params":{"name","arguments"},"context":{…}})
+//     and outputs a [CallResult], which is an MCP CallToolResult. An envelope
+//     error is a result with isError=true and the [Envelope] as
+//     structuredContent. A non-zero status with an Extism error string set
+//     (error_set) becomes a plugin_failed envelope.
+//
+// Input and output travel through the Extism kernel functions in module
+// [ExtismModule] (input_length, input_load_u8/u64, output_set, error_set,
+// alloc, free, length, length_unsafe, load_u8/u64, store_u8/u64, config_get,
+// var_get, var_set, log_*, get_log_level), exactly as github.com/extism/go-pdk
+// emits them; the plugboard host implements them natively.
+//
+// # Host functions
+//
+// plugboard's own capabilities live in module [HostModule]. Every function in
+// it has the signature (i64) -> i64: the parameter is the offset of an Extism
+// memory block (allocated with alloc) holding the JSON request, and the result
+// is the offset of a block holding a JSON [HostResponse], or 0 when the
+// function answers nothing. A function is callable only when the plugin's
+// manifest lists its capability (see [HostFunctions]); a refused call returns
+// a permission_denied envelope in the response, never a trap.
+//
+// # Manifest section
+//
+// `plugboard plugin build` runs describe once and embeds the manifest JSON in
+// a custom section named [ManifestSection], so the host lists tools without
+// compiling the module. A module without the section is described at load time
+// and the result is cached by the module's sha256.
+//
+// # Errors
+//
+// Every failure an agent sees is an [Envelope]. Codes are stable snake_case
+// strings registered in [Codes]; [Lookup] gives each code's meaning and
+// whether retrying the same call unchanged can succeed.
+package abi
+
+// Version is the ABI version this package describes. A manifest declaring a
+// higher version is refused by the host; 0 (absent) means an Extism MCP plugin
+// that predates plugboard and is treated as version 1.
+const Version = 1
+
+// Export names every plugin provides.
+const (
+	ExportDescribe   = "describe"
+	ExportCall       = "call"
+	ExportInitialize = "_initialize"
+)
+
+// Import modules a plugin may use. Imports from any other module make the
+// plugin unloadable.
+const (
+	ExtismModule = "extism:host/env"
+	WASIModule   = "wasi_snapshot_preview1"
+	HostModule   = "plugboard:host/v1"
+)
+
+// ManifestSection is the name of the custom section holding the manifest JSON.
+const ManifestSection = "plugboard.manifest"

@@ -1,0 +1,59 @@
+package abi
+
+import "encoding/json"
+
+// Manifest is what describe returns and what the custom section holds. It is
+// a superset of the Extism MCP plugin describe output ({"tools": [...]}).
+type Manifest struct {
+	// ABI is the ABI version the plugin was built against; 0 means an Extism
+	// MCP plugin without plugboard fields.
+	ABI int `json:"abi,omitempty"`
+	// Plugin names and versions the plugin.
+	Plugin PluginInfo `json:"plugin,omitzero"`
+	// Capabilities lists the host capabilities the plugin needs (see
+	// HostFunctions). The host grants at most these.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Tools the plugin serves; at least one.
+	Tools []Tool `json:"tools"`
+}
+
+// PluginInfo identifies a plugin.
+type PluginInfo struct {
+	Name        string `json:"name"`
+	Version     string `json:"version,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Tool is one tool's agent-facing surface. Name, Description, InputSchema,
+// OutputSchema, Title and Annotations follow MCP's Tool; the rest is
+// plugboard's.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// Idempotency, when set, asks the host to deduplicate calls that carry the
+	// named key field (request_id).
+	Idempotency *Idempotency `json:"idempotency,omitempty"`
+	// TimeoutMS overrides the host's default per-call deadline for this tool;
+	// the host clamps it to its own maximum.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// Annotations are MCP tool annotations (hints to clients, not guarantees).
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool   `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Idempotency declares request_id deduplication for a tool.
+type Idempotency struct {
+	// KeyField is the name of the top-level argument holding the key,
+	// normally "request_id".
+	KeyField string `json:"key_field"`
+}
