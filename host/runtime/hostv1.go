@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/plugboard/plugboard/abi"
+)
+
+// hostV1Handlers implements abi.HostModule. Each handler receives the
+// request payload and returns the response payload (nil for none) or an
+// envelope, which reaches the guest as a HostResponse error — never a trap.
+var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope){
+	abi.FuncProgress: func(_ *Engine, k *kernel, _ context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		var p abi.ProgressRequest
+		if err := json.Unmarshal(req, &p); err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "progress payload is not a ProgressRequest: "+err.Error(), "")
+		}
+		if k.opts != nil && k.opts.Progress != nil {
+			k.opts.Progress(p)
+		}
+		return nil, nil
+	},
+	abi.FuncLog: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		var l abi.LogRequest
+		if err := json.Unmarshal(req, &l); err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "log payload is not a LogRequest: "+err.Error(), "")
+		}
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(l.Level)); err != nil {
+			level = slog.LevelInfo
+		}
+		attrs := make([]any, 0, 2+2*len(l.Attrs))
+		attrs = append(attrs, "plugin", k.plugin.name)
+		for key, v := range l.Attrs {
+			attrs = append(attrs, key, v)
+		}
+		e.cfg.Logger.Log(ctx, level, l.Message, attrs...)
+		if k.opts != nil && k.opts.Log != nil {
+			k.opts.Log(l)
+		}
+		return nil, nil
+	},
+}
+
+func hostV1Known(name string) bool {
+	_, ok := hostV1Handlers[name]
+	return ok || name == abi.FuncInputRead || name == abi.FuncOutputWrite
+}
+
+func (e *Engine) instantiateHostV1(ctx context.Context) error {
+	caps := map[string]string{}
+	for _, f := range abi.HostFunctions {
+		caps[f.Name] = f.Capability
+	}
+	b := e.rt.NewHostModuleBuilder(abi.HostModule)
+	for _, raw := range []string{abi.FuncInputRead, abi.FuncOutputWrite} {
+		if _, ok := caps[raw]; !ok {
+			return fmt.Errorf("host function %s has no entry in abi.HostFunctions", raw)
+		}
+	}
+	for name, h := range hostV1Handlers {
+		capability, ok := caps[name]
+		if !ok {
+			return fmt.Errorf("host function %s has no entry in abi.HostFunctions", name)
+		}
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
+				k := kernelFrom(ctx)
+				req := k.bytesAt(stack[0])
+				if len(req) > e.cfg.MaxHostCallBytes {
+					k.exceed("host call", len(req), e.cfg.MaxHostCallBytes)
+				}
+				var (
+					result json.RawMessage
+					env    *abi.Envelope
+				)
+				if capability != "" && !k.plugin.grants[capability] {
+					env = abi.NewEnvelope(abi.CodePermissionDenied,
+						fmt.Sprintf("host function %s needs capability %q, which this plugin was not granted", name, capability),
+						"declare the capability in the plugin manifest and ask the operator to grant it")
+				} else {
+					result, env = h(e, k, ctx, req)
+				}
+				if result == nil && env == nil {
+					stack[0] = 0
+					return
+				}
+				resp, err := json.Marshal(abi.HostResponse{Result: result, Error: env})
+				if err != nil {
+					panic(fmt.Errorf("encode host response: %w", err))
+				}
+				stack[0] = k.newBlock(resp, &e.cfg)
+			}), []api.ValueType{i64}, []api.ValueType{i64}).
+			Export(name)
+	}
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			k := kernelFrom(ctx)
+			dst, n := uint32(stack[0]), uint32(stack[1])
+			n = min(n, uint32(len(k.input)))
+			if !mod.Memory().Write(dst, k.input[:n]) {
+				panic(fmt.Errorf("%s: destination [%d, +%d) is outside guest memory", abi.FuncInputRead, dst, n))
+			}
+			stack[0] = uint64(n)
+		}), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		Export(abi.FuncInputRead)
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			k := kernelFrom(ctx)
+			src, n := uint32(stack[0]), uint32(stack[1])
+			if int(n) > e.cfg.MaxOutputBytes {
+				k.exceed("output", int(n), e.cfg.MaxOutputBytes)
+			}
+			b, ok := mod.Memory().Read(src, n)
+			if !ok {
+				panic(fmt.Errorf("%s: source [%d, +%d) is outside guest memory", abi.FuncOutputWrite, src, n))
+			}
+			k.output = append(make([]byte, 0, n), b...)
+		}), []api.ValueType{i32, i32}, nil).
+		Export(abi.FuncOutputWrite)
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiate %s: %w", abi.HostModule, err)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/plugboard/plugboard/abi"
+)
+
+// kernel is the per-instance state behind the Extism kernel functions: the
+// call's input, the guest's output and error, and the "host memory" blocks a
+// guest allocates to pass data across the boundary. Blocks live in one Go
+// byte arena that is reset at the start of every call, so a call costs no
+// allocation once the arena has grown to its working size.
+type kernel struct {
+	input  []byte
+	output []byte
+	errMsg string
+	hasErr bool
+
+	arena  []byte
+	blocks map[uint64]uint64 // offset -> length of live blocks
+
+	vars   map[string][]byte
+	opts   *CallOptions
+	plugin *Plugin
+	// limit records the first cap a guest ran into during the call; the call
+	// then fails with resource_exhausted whatever the guest does next.
+	limit *abi.Envelope
+}
+
+// arenaBase keeps offset 0 free: it means "no block" in the Extism ABI.
+const arenaBase = 8
+
+// retainedArena is the arena capacity kept between calls; a call that needed
+// more leaves the surplus to the garbage collector.
+const retainedArena = 1 << 20
+
+func (k *kernel) reset(input []byte, opts *CallOptions) {
+	k.input = input
+	k.output = nil
+	k.errMsg, k.hasErr = "", false
+	if cap(k.arena) > retainedArena {
+		k.arena = nil
+	}
+	if k.arena == nil {
+		k.arena = make([]byte, arenaBase, 4096)
+	}
+	k.arena = k.arena[:arenaBase]
+	clear(k.blocks)
+	k.opts = opts
+	k.limit = nil
+}
+
+// errLimit is panicked from a host function when a guest exceeds a cap; the
+// call unwinds (wazero turns the panic into an error) and the instance is
+// discarded.
+type errLimit struct{ env *abi.Envelope }
+
+func (e errLimit) Error() string { return e.env.Message }
+
+func (k *kernel) exceed(what string, got, limit int) {
+	env := abi.NewEnvelope(abi.CodeResourceExhausted,
+		fmt.Sprintf("plugin exceeded the %s cap: %d bytes > %d", what, got, limit),
+		"reduce the size of the request or of the answer (page or narrow it)")
+	env.Details = map[string]any{"limit": what, "bytes": got, "max_bytes": limit}
+	k.limit = env
+	panic(errLimit{env})
+}
+
+func (k *kernel) alloc(n uint64, cfg *Config) uint64 {
+	if n > uint64(cfg.MaxHostCallBytes) && n > uint64(cfg.MaxOutputBytes) {
+		k.exceed("host block", int(min(n, 1<<62)), max(cfg.MaxHostCallBytes, cfg.MaxOutputBytes))
+	}
+	off := uint64(len(k.arena)+7) &^ 7
+	end := off + n
+	if end > uint64(cfg.MaxKernelBytes) {
+		k.exceed("kernel memory", int(end), cfg.MaxKernelBytes)
+	}
+	if end > uint64(cap(k.arena)) {
+		grown := make([]byte, end, max(end, uint64(cap(k.arena))*2))
+		copy(grown, k.arena)
+		k.arena = grown
+	} else {
+		k.arena = k.arena[:end]
+	}
+	if k.blocks == nil {
+		k.blocks = map[uint64]uint64{}
+	}
+	k.blocks[off] = n
+	return off
+}
+
+// block returns the bytes of the live block starting at off.
+func (k *kernel) block(off uint64) ([]byte, bool) {
+	n, ok := k.blocks[off]
+	if !ok {
+		return nil, false
+	}
+	return k.arena[off : off+n], true
+}
+
+// bytesAt returns a block's bytes, trapping on an offset that is not a live
+// block: a guest passing garbage pointers has a bug the host must not paper
+// over.
+func (k *kernel) bytesAt(off uint64) []byte {
+	b, ok := k.block(off)
+	if !ok {
+		panic(fmt.Errorf("plugin passed offset %d, which is not an allocated block", off))
+	}
+	return b
+}
+
+func (k *kernel) newBlock(data []byte, cfg *Config) uint64 {
+	off := k.alloc(uint64(len(data)), cfg)
+	copy(k.arena[off:], data)
+	return off
+}
+
+func (k *kernel) check(off, size uint64) {
+	if off < arenaBase || off+size > uint64(len(k.arena)) || off+size < off {
+		panic(fmt.Errorf("plugin accessed host memory out of bounds: offset %d, size %d, arena %d", off, size, len(k.arena)))
+	}
+}
+
+type kernelFunc struct {
+	params, results []api.ValueType
+	fn              func(e *Engine, k *kernel, ctx context.Context, mod api.Module, stack []uint64)
+}
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+// kernelFuncs implements extism:host/env as github.com/extism/go-pdk v1.x
+// imports it. Signatures are the PDK's; offsets are u64 kernel offsets.
+var kernelFuncs = map[string]kernelFunc{
+	"input_length": {nil, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = uint64(len(k.input))
+	}},
+	"input_load_u8": {[]api.ValueType{i64}, []api.ValueType{i32}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		off := s[0]
+		if off >= uint64(len(k.input)) {
+			panic(fmt.Errorf("plugin read input at %d past its length %d", off, len(k.input)))
+		}
+		s[0] = uint64(k.input[off])
+	}},
+	"input_load_u64": {[]api.ValueType{i64}, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		off := s[0]
+		if off+8 > uint64(len(k.input)) || off+8 < off {
+			panic(fmt.Errorf("plugin read input at %d past its length %d", off, len(k.input)))
+		}
+		s[0] = binary.LittleEndian.Uint64(k.input[off:])
+	}},
+	"output_set": {[]api.ValueType{i64, i64}, nil, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		off, n := s[0], s[1]
+		if n > uint64(e.cfg.MaxOutputBytes) {
+			k.exceed("output", int(min(n, 1<<62)), e.cfg.MaxOutputBytes)
+		}
+		k.check(off, n)
+		// Copy: the arena is reused by the next call while the caller still
+		// holds the output.
+		k.output = append(make([]byte, 0, n), k.arena[off:off+n]...)
+	}},
+	"error_set": {[]api.ValueType{i64}, nil, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		if s[0] == 0 {
+			k.errMsg, k.hasErr = "", false
+			return
+		}
+		k.errMsg, k.hasErr = string(k.bytesAt(s[0])), true
+	}},
+	"alloc": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = k.alloc(s[0], &e.cfg)
+	}},
+	"free": {[]api.ValueType{i64}, nil, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		// The arena is reclaimed wholesale at the next call; forgetting the
+		// block is enough to make later use of it a detected bug.
+		delete(k.blocks, s[0])
+	}},
+	"length": {[]api.ValueType{i64}, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = k.blocks[s[0]]
+	}},
+	"length_unsafe": {[]api.ValueType{i64}, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = k.blocks[s[0]]
+	}},
+	"load_u8": {[]api.ValueType{i64}, []api.ValueType{i32}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		k.check(s[0], 1)
+		s[0] = uint64(k.arena[s[0]])
+	}},
+	"load_u64": {[]api.ValueType{i64}, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		k.check(s[0], 8)
+		s[0] = binary.LittleEndian.Uint64(k.arena[s[0]:])
+	}},
+	"store_u8": {[]api.ValueType{i64, i32}, nil, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		k.check(s[0], 1)
+		k.arena[s[0]] = byte(s[1])
+	}},
+	"store_u64": {[]api.ValueType{i64, i64}, nil, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		k.check(s[0], 8)
+		binary.LittleEndian.PutUint64(k.arena[s[0]:], s[1])
+	}},
+	"config_get": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		key := string(k.bytesAt(s[0]))
+		v, ok := "", false
+		if k.opts != nil {
+			v, ok = k.opts.Config[key]
+		}
+		if !ok {
+			s[0] = 0
+			return
+		}
+		s[0] = k.newBlock([]byte(v), &e.cfg)
+	}},
+	"var_get": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		v, ok := k.vars[string(k.bytesAt(s[0]))]
+		if !ok {
+			s[0] = 0
+			return
+		}
+		s[0] = k.newBlock(v, &e.cfg)
+	}},
+	"var_set": {[]api.ValueType{i64, i64}, nil, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		key := string(k.bytesAt(s[0]))
+		if s[1] == 0 {
+			delete(k.vars, key)
+			return
+		}
+		v := k.bytesAt(s[1])
+		total := len(v)
+		for name, old := range k.vars {
+			if name != key {
+				total += len(old)
+			}
+		}
+		if total > e.cfg.MaxHostCallBytes {
+			k.exceed("plugin vars", total, e.cfg.MaxHostCallBytes)
+		}
+		if k.vars == nil {
+			k.vars = map[string][]byte{}
+		}
+		k.vars[key] = append([]byte(nil), v...)
+	}},
+	"log_trace": logFunc(slog.LevelDebug - 4),
+	"log_debug": logFunc(slog.LevelDebug),
+	"log_info":  logFunc(slog.LevelInfo),
+	"log_warn":  logFunc(slog.LevelWarn),
+	"log_error": logFunc(slog.LevelError),
+	"get_log_level": {nil, []api.ValueType{i32}, func(e *Engine, _ *kernel, ctx context.Context, _ api.Module, s []uint64) {
+		// Extism levels: 0 trace, 1 debug, 2 info, 3 warn, 4 error.
+		lvl := uint64(4)
+		for i, l := range []slog.Level{slog.LevelDebug - 4, slog.LevelDebug, slog.LevelInfo, slog.LevelWarn} {
+			if e.cfg.Logger.Enabled(ctx, l) {
+				lvl = uint64(i)
+				break
+			}
+		}
+		s[0] = lvl
+	}},
+	// The sandbox has no network: HTTP requests are refused as a permission
+	// error rather than left unlinked, so go-pdk plugins that merely contain
+	// HTTP code still load.
+	"http_request": {[]api.ValueType{i64, i64}, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, _ []uint64) {
+		env := abi.NewEnvelope(abi.CodePermissionDenied, "plugins have no network access: extism http_request is refused",
+			"do network work outside the plugin, or pass the data in the arguments")
+		k.limit = env
+		panic(errLimit{env})
+	}},
+	"http_status_code": {nil, []api.ValueType{i32}, func(_ *Engine, _ *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = 0
+	}},
+	"http_headers": {nil, []api.ValueType{i64}, func(_ *Engine, _ *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = 0
+	}},
+}
+
+func logFunc(level slog.Level) kernelFunc {
+	return kernelFunc{[]api.ValueType{i64}, nil, func(e *Engine, k *kernel, ctx context.Context, _ api.Module, s []uint64) {
+		msg := k.bytesAt(s[0])
+		if len(msg) > e.cfg.MaxHostCallBytes {
+			k.exceed("log message", len(msg), e.cfg.MaxHostCallBytes)
+		}
+		e.cfg.Logger.Log(ctx, level, string(msg), "plugin", k.plugin.name)
+	}}
+}
+
+func (e *Engine) instantiateKernel(ctx context.Context) error {
+	b := e.rt.NewHostModuleBuilder(abi.ExtismModule)
+	for name, kf := range kernelFuncs {
+		fn := kf.fn
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+				fn(e, kernelFrom(ctx), ctx, mod, stack)
+			}), kf.params, kf.results).
+			Export(name)
+	}
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("instantiate %s: %w", abi.ExtismModule, err)
+	}
+	return nil
+}
+
+type kernelKey struct{}
+
+// kernelFrom finds the calling instance's kernel. Plugin.call puts it in the
+// context outermost, so the lookup is a single comparison.
+func kernelFrom(ctx context.Context) *kernel {
+	k, _ := ctx.Value(kernelKey{}).(*kernel)
+	if k == nil {
+		panic(fmt.Errorf("%s called outside a plugin call", abi.ExtismModule))
+	}
+	return k
+}

@@ -1,0 +1,393 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/wasmfile"
+)
+
+// CallOptions carries what one call gives the guest besides its input.
+type CallOptions struct {
+	// Progress receives the guest's progress reports, if set.
+	Progress func(abi.ProgressRequest)
+	// Log receives the guest's structured log lines (abi.FuncLog), if set;
+	// they are written to the engine's logger either way.
+	Log func(abi.LogRequest)
+	// Config is what the guest reads with config_get.
+	Config map[string]string
+}
+
+// Plugin is one compiled module with its pool of instances. It is safe for
+// concurrent use: each call runs on its own instance.
+type Plugin struct {
+	name     string
+	engine   *Engine
+	compiled wazero.CompiledModule
+	grants   map[string]bool
+
+	// slots bounds live instances; idle holds instances ready for a call.
+	slots chan struct{}
+	idle  chan *instance
+
+	closeOnce sync.Once
+}
+
+// Name is the name the plugin was compiled under.
+func (p *Plugin) Name() string { return p.name }
+
+// instance is one instantiated module and its kernel state. It serves one
+// call at a time and is discarded after any failure that may have left it
+// inconsistent (trap, exit, timeout, cap).
+type instance struct {
+	mod api.Module
+	// interrupt is the flag wasmfile.Instrument added; setting it makes the
+	// guest trap at its next loop header.
+	interrupt api.MutableGlobal
+	exports   map[string]api.Function
+	k         kernel
+	console   consoleBuffer
+	stack     [1]uint64
+}
+
+// Call runs export with input on an idle instance and returns its output.
+// Every failure is an *abi.Envelope: plugin_timeout when ctx's deadline
+// passed, cancelled when ctx was cancelled, resource_exhausted at a cap,
+// plugin_failed for traps, exits, panics and a non-zero status.
+func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts CallOptions) ([]byte, error) {
+	cfg := &p.engine.cfg
+	if len(input) > cfg.MaxInputBytes {
+		env := abi.NewEnvelope(abi.CodeResourceExhausted,
+			fmt.Sprintf("request is %d bytes, over the plugin input cap of %d", len(input), cfg.MaxInputBytes),
+			"send smaller arguments")
+		env.Details = map[string]any{"limit": "input", "bytes": len(input), "max_bytes": cfg.MaxInputBytes}
+		return nil, env
+	}
+	inst, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fn := inst.export(export)
+	if fn == nil {
+		p.release(inst, true)
+		return nil, abi.NewEnvelope(abi.CodePluginFailed,
+			fmt.Sprintf("plugin %s does not export %q", p.name, export),
+			"rebuild the plugin with the plugboard SDK or export the function")
+	}
+	inst.k.reset(input, &opts)
+	inst.console.Reset()
+	// The kernel goes in outermost so host functions find it in one step.
+	callCtx := context.WithValue(ctx, kernelKey{}, &inst.k)
+	inst.stack[0] = 0
+	stop := inst.watch(ctx)
+	err = fn.CallWithStack(callCtx, inst.stack[:])
+	interrupted := stop != nil && !stop()
+	if err != nil || interrupted {
+		var env *abi.Envelope
+		if err == nil { // finished just as the deadline passed: honour the answer
+			env = nil
+		} else {
+			env = p.failure(ctx, inst, err)
+		}
+		p.release(inst, false) // the flag is (or is about to be) set
+		if env != nil {
+			return nil, env
+		}
+	}
+	if status := uint32(inst.stack[0]); status != 0 {
+		msg := inst.k.errMsg
+		if !inst.k.hasErr {
+			msg = fmt.Sprintf("export %s returned status %d without an error message", export, status)
+		}
+		env := abi.NewEnvelope(abi.CodePluginFailed, fmt.Sprintf("plugin %s failed: %s", p.name, msg),
+			"the plugin rejected the call; check its arguments against tools/list, or report it to the plugin's authors")
+		env.Details = map[string]any{"plugin": p.name, "status": status}
+		if !interrupted {
+			p.release(inst, true)
+		}
+		return nil, env
+	}
+	out := inst.k.output
+	inst.k.output, inst.k.input, inst.k.opts = nil, nil, nil
+	if !interrupted {
+		p.release(inst, true)
+	}
+	return out, nil
+}
+
+// Describe runs the describe export.
+func (p *Plugin) Describe(ctx context.Context) ([]byte, error) {
+	return p.Call(ctx, abi.ExportDescribe, nil, CallOptions{})
+}
+
+// Warm makes sure one instance is ready, so the first call does not pay for
+// instantiation (the Go runtime's start-up inside the guest).
+func (p *Plugin) Warm(ctx context.Context) error {
+	inst, err := p.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	p.release(inst, true)
+	return nil
+}
+
+// Close discards idle instances and the compiled code. Calls still running
+// finish on their instances, which are then discarded.
+func (p *Plugin) Close(ctx context.Context) error {
+	var err error
+	p.closeOnce.Do(func() {
+		for {
+			select {
+			case inst := <-p.idle:
+				_ = inst.mod.Close(ctx)
+				continue
+			default:
+			}
+			break
+		}
+		err = p.compiled.Close(ctx)
+	})
+	return err
+}
+
+func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, p.contextEnvelope(ctx, "waiting for a free instance")
+		}
+	}
+	select {
+	case inst := <-p.idle:
+		return inst, nil
+	default:
+	}
+	inst, err := p.instantiate(ctx)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return inst, nil
+}
+
+func (p *Plugin) release(inst *instance, healthy bool) {
+	if healthy && !inst.mod.IsClosed() {
+		select {
+		case p.idle <- inst:
+		default:
+			_ = inst.mod.Close(context.Background())
+		}
+	} else {
+		_ = inst.mod.Close(context.Background())
+	}
+	<-p.slots
+}
+
+// watch sets the interrupt flag when ctx ends. The returned stop reports
+// false if the flag was (or is being) set; nil means ctx never ends.
+func (inst *instance) watch(ctx context.Context) (stop func() bool) {
+	if ctx.Done() == nil {
+		return nil
+	}
+	return context.AfterFunc(ctx, func() { inst.interrupt.Set(1) })
+}
+
+func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+	inst := &instance{}
+	inst.k.plugin = p
+	inst.k.reset(nil, nil)
+	mc := wazero.NewModuleConfig().
+		WithName("").         // anonymous: many instances of one module may coexist
+		WithStartFunctions(). // _initialize runs below, under the interrupt watch
+		WithRandSource(randSource).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithStdout(&inst.console).
+		WithStderr(&inst.console)
+	kctx := context.WithValue(ctx, kernelKey{}, &inst.k)
+	mod, err := p.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(kctx, p.engine.memory), p.compiled, mc)
+	if err != nil {
+		env := p.failure(ctx, inst, err)
+		env.Message = "instantiating the plugin failed: " + env.Message
+		return nil, env
+	}
+	inst.mod = mod
+	inst.exports = map[string]api.Function{}
+	g, ok := mod.ExportedGlobal(wasmfile.InterruptExport).(api.MutableGlobal)
+	if !ok {
+		_ = mod.Close(ctx)
+		return nil, abi.NewEnvelope(abi.CodeInternal, "plugin "+p.name+" was compiled without its interrupt flag", "")
+	}
+	inst.interrupt = g
+	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
+		stop := inst.watch(ctx)
+		_, err := init.Call(kctx)
+		interrupted := stop != nil && !stop()
+		if err != nil || interrupted {
+			var env *abi.Envelope
+			if err != nil {
+				env = p.failure(ctx, inst, err)
+			} else {
+				env = p.contextEnvelope(ctx, "initialising")
+			}
+			_ = mod.Close(ctx)
+			env.Message = "initialising the plugin failed: " + env.Message
+			return nil, env
+		}
+	}
+	return inst, nil
+}
+
+// export finds an exported function, remembering the answer.
+func (inst *instance) export(name string) api.Function {
+	fn, ok := inst.exports[name]
+	if !ok {
+		fn = inst.mod.ExportedFunction(name)
+		inst.exports[name] = fn
+	}
+	return fn
+}
+
+// failure turns an error from wazero into the envelope an agent sees.
+func (p *Plugin) failure(ctx context.Context, inst *instance, err error) *abi.Envelope {
+	if inst.k.limit != nil {
+		return inst.k.limit
+	}
+	console := inst.console.String()
+	var exit *sys.ExitError
+	errors.As(err, &exit)
+	if ctx.Err() != nil {
+		return p.contextEnvelope(ctx, "running")
+	}
+	if strings.Contains(console, "out of memory") || memoryAtCap(inst, p.engine.cfg.MemoryLimitPages) {
+		env := abi.NewEnvelope(abi.CodeResourceExhausted,
+			fmt.Sprintf("plugin %s ran out of memory at its cap of %d MiB", p.name, p.engine.cfg.MemoryLimitPages/16),
+			"send a smaller request, or ask the operator to raise --memory-limit")
+		env.Details = map[string]any{"plugin": p.name, "limit": "memory", "max_bytes": int64(p.engine.cfg.MemoryLimitPages) << 16}
+		return env
+	}
+	reason := firstLine(err.Error())
+	if exit != nil {
+		reason = fmt.Sprintf("exited with code %d", exit.ExitCode())
+	}
+	if panicMsg := panicLine(console); panicMsg != "" {
+		reason = panicMsg
+	}
+	env := abi.NewEnvelope(abi.CodePluginFailed, fmt.Sprintf("plugin %s failed: %s", p.name, reason),
+		"the plugin crashed on this input; retrying unchanged will fail again — report it to the plugin's authors")
+	env.Details = map[string]any{"plugin": p.name}
+	if console != "" {
+		env.Details["console_tail"] = console
+	}
+	p.engine.cfg.Logger.Warn("plugin failed", "plugin", p.name, "err", err, "console", console)
+	return env
+}
+
+func (p *Plugin) contextEnvelope(ctx context.Context, while string) *abi.Envelope {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		env := abi.NewEnvelope(abi.CodeCancelled, fmt.Sprintf("call to plugin %s cancelled while %s", p.name, while), "")
+		env.Details = map[string]any{"plugin": p.name}
+		return env
+	}
+	env := abi.NewEnvelope(abi.CodePluginTimeout,
+		fmt.Sprintf("plugin %s did not finish before its deadline (while %s) and was interrupted", p.name, while),
+		"retry later, or narrow the request so it does less work")
+	env.Details = map[string]any{"plugin": p.name}
+	if dl, ok := ctx.Deadline(); ok {
+		env.Details["deadline"] = dl.UTC().Format(time.RFC3339Nano)
+	}
+	return env
+}
+
+func memoryAtCap(inst *instance, capPages uint32) bool {
+	if inst.mod == nil {
+		return false
+	}
+	mem := inst.mod.Memory()
+	if mem == nil {
+		return false
+	}
+	// Within 1 MiB of the cap: a growth request larger than what is left has
+	// failed, which the guest reports as a trap or an exit.
+	return uint64(mem.Size())+(1<<20) >= uint64(capPages)<<16
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// panicLine extracts "panic: ..." from a Go guest's crash output.
+func panicLine(console string) string {
+	for line := range strings.Lines(console) {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
+			return line
+		}
+	}
+	return ""
+}
+
+// consoleBuffer keeps the first and the last bytes a guest wrote to stdout
+// or stderr, for failure reports: a Go guest's "panic:" or "fatal error:"
+// line comes first and its goroutine dump after, so both ends matter. The
+// guest cannot make the host hold more than consoleKeep bytes.
+type consoleBuffer struct {
+	mu   sync.Mutex
+	head []byte
+	tail []byte
+	cut  bool
+}
+
+const consoleKeep = 2048
+
+func (c *consoleBuffer) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(b)
+	if room := consoleKeep - len(c.head); room > 0 {
+		take := min(room, len(b))
+		c.head = append(c.head, b[:take]...)
+		b = b[take:]
+	}
+	if len(b) == 0 {
+		return n, nil
+	}
+	c.tail = append(c.tail, b...)
+	if over := len(c.tail) - consoleKeep; over > 0 {
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+		c.cut = true
+	}
+	return n, nil
+}
+
+func (c *consoleBuffer) Reset() {
+	c.mu.Lock()
+	c.head, c.tail, c.cut = c.head[:0], c.tail[:0], false
+	c.mu.Unlock()
+}
+
+func (c *consoleBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return string(c.head) + "\n…\n" + string(c.tail)
+	}
+	return string(c.head) + string(c.tail)
+}
