@@ -45,8 +45,9 @@ type CallResult struct {
 	IsError           bool            `json:"isError,omitempty"`
 }
 
-// Content is one MCP content item. Only text is produced by this ABI version;
-// other types pass through untouched.
+// Content is one MCP content item. ABI version 1 defines text items only;
+// the host refuses a result holding other types with plugin_failed rather
+// than silently dropping them.
 type Content struct {
 	Type string `json:"type"`
 	Text string `json:"text,omitempty"`

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plugboard/plugboard/host/dispatch"
+	"github.com/plugboard/plugboard/host/registry"
+	"github.com/plugboard/plugboard/host/runtime"
+)
+
+// hostFlags are the flags shared by every command that loads plugins.
+type hostFlags struct {
+	plugins      stringList
+	data         string
+	logLevel     string
+	callTimeout  time.Duration
+	memoryMiB    uint
+	maxInstances int
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func (h *hostFlags) register(fs *flag.FlagSet) {
+	fs.Var(&h.plugins, "plugins", "directory of .wasm plugins, searched recursively (repeatable; default DATA/plugins)")
+	fs.StringVar(&h.data, "data", "", "data directory: compiled-code and manifest caches (default: $PLUGBOARD_DATA, else the per-user data directory)")
+	fs.StringVar(&h.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	fs.DurationVar(&h.callTimeout, "call-timeout", 30*time.Second, "deadline of a tool call unless its manifest declares one")
+	fs.UintVar(&h.memoryMiB, "memory-limit", 128, "linear-memory cap of each plugin instance, MiB")
+	fs.IntVar(&h.maxInstances, "max-instances", 0, "concurrent instances per plugin (default: 2 x CPUs, at least 4)")
+}
+
+// defaultDataDir is $PLUGBOARD_DATA, else $XDG_DATA_HOME/plugboard, else
+// ~/.local/share/plugboard.
+func defaultDataDir() (string, error) {
+	if d := os.Getenv("PLUGBOARD_DATA"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "plugboard"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no --data given and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "plugboard"), nil
+}
+
+// host is everything a loaded plugboard needs to dispatch calls.
+type host struct {
+	log        *slog.Logger
+	engine     *runtime.Engine
+	registry   *registry.Registry
+	dispatcher *dispatch.Dispatcher
+	dataDir    string
+}
+
+func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(h.logLevel)); err != nil {
+		return nil, usageError("--log-level: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	data := h.data
+	if data == "" {
+		var err error
+		if data, err = defaultDataDir(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	dirs := []string(h.plugins)
+	if len(dirs) == 0 {
+		dirs = []string{filepath.Join(data, "plugins")}
+		if err := os.MkdirAll(dirs[0], 0o755); err != nil {
+			return nil, fmt.Errorf("plugin directory: %w", err)
+		}
+	}
+	engine, err := runtime.New(ctx, runtime.Config{
+		CacheDir:         filepath.Join(data, "compiled"),
+		MemoryLimitPages: uint32(h.memoryMiB * 16),
+		MaxInstances:     h.maxInstances,
+		Logger:           log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log})
+	if err != nil {
+		_ = engine.Close(ctx)
+		return nil, err
+	}
+	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log})
+	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()))
+	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data}, nil
+}
+
+func (h *host) close(ctx context.Context) {
+	h.registry.Close(ctx)
+	_ = h.engine.Close(ctx)
+}

@@ -1,0 +1,94 @@
+// Command plugboard is the one binary of plugboard: it serves WebAssembly
+// plugins as MCP tools (serve), builds and inspects plugins (plugin build,
+// plugin inspect) and runs single calls through the whole pipeline (call).
+// It owns flag parsing, wiring and process exit codes; everything else lives
+// in host/ and build/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const version = "0.1.0"
+
+const usage = `plugboard — an MCP tool host whose tools are sandboxed WebAssembly plugins
+
+Usage:
+  plugboard serve [--plugins DIR]... [--data DIR] [flags]    serve MCP over stdio
+  plugboard call TOOL 'JSON' [--plugins DIR]... [--data DIR]  one call through the pipeline; prints the result
+  plugboard plugin build DIR -o FILE.wasm                     compile a Go plugin, embed its manifest
+  plugboard plugin inspect [--json] FILE.wasm                 manifest, imports, capabilities, size, sha256
+  plugboard version
+
+Run 'plugboard COMMAND -h' for a command's flags.
+`
+
+// exitError carries a process exit code through to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err == nil {
+		return
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if ee == nil || ee.err != errSilent {
+		fmt.Fprintln(os.Stderr, "plugboard:", err)
+	}
+	os.Exit(code)
+}
+
+// errSilent marks a failure already reported to the user.
+var errSilent = errors.New("silent")
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format+"\n\n"+usage, args...)}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2, err: errSilent}
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stderr)
+	case "call":
+		return cmdCall(ctx, args[1:], stdout, stderr)
+	case "plugin":
+		if len(args) < 2 {
+			return usageError("plugin needs a subcommand: build or inspect")
+		}
+		switch args[1] {
+		case "build":
+			return cmdPluginBuild(ctx, args[2:], stdout, stderr)
+		case "inspect":
+			return cmdPluginInspect(ctx, args[2:], stdout, stderr)
+		}
+		return usageError("unknown plugin subcommand %q", args[1])
+	case "version", "--version":
+		fmt.Fprintln(stdout, "plugboard", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError("unknown command %q", args[0])
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/build"
+	"github.com/plugboard/plugboard/host/wasmfile"
+)
+
+func cmdPluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plugin build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "output .wasm file (default: NAME.wasm in the current directory)")
+	if err := fs.Parse(reorder(args)); err != nil {
+		return &exitError{code: 2, err: errSilent}
+	}
+	if fs.NArg() != 1 {
+		return usageError("plugin build needs exactly one plugin source directory")
+	}
+	dir := fs.Arg(0)
+	if *out == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		*out = filepath.Base(abs) + ".wasm"
+	}
+	start := time.Now()
+	m, err := build.Plugin(ctx, dir, *out, build.Options{})
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(m.Tools))
+	for _, t := range m.Tools {
+		names = append(names, t.Name)
+	}
+	fmt.Fprintf(stdout, "built %s: plugin %s %s, tools: %s (%s)\n", *out, m.Plugin.Name, m.Plugin.Version,
+		strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// inspection is what plugin inspect reports.
+type inspection struct {
+	File           string         `json:"file"`
+	SizeBytes      int            `json:"size_bytes"`
+	SHA256         string         `json:"sha256"`
+	ManifestSource string         `json:"manifest_source"` // section | describe
+	Manifest       *abi.Manifest  `json:"manifest"`
+	Imports        []string       `json:"imports"`
+	Exports        []string       `json:"exports"`
+	Capabilities   []string       `json:"capabilities"`
+	CustomSections map[string]int `json:"custom_sections"`
+	Problems       []string       `json:"problems,omitempty"`
+}
+
+func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plugin inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(reorder(args)); err != nil {
+		return &exitError{code: 2, err: errSilent}
+	}
+	if fs.NArg() != 1 {
+		return usageError("plugin inspect needs exactly one .wasm file")
+	}
+	path := fs.Arg(0)
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	info, err := wasmfile.Parse(wasm)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	sum := sha256.Sum256(wasm)
+	in := inspection{File: path, SizeBytes: len(wasm), SHA256: hex.EncodeToString(sum[:]), CustomSections: map[string]int{}}
+	for _, imp := range info.Imports {
+		in.Imports = append(in.Imports, fmt.Sprintf("%s.%s (%s)", imp.Module, imp.Name, imp.Kind))
+		if imp.Module != abi.ExtismModule && imp.Module != abi.HostModule && imp.Module != abi.WASIModule {
+			in.Problems = append(in.Problems, fmt.Sprintf("imports %s.%s from a module plugboard does not provide", imp.Module, imp.Name))
+		}
+	}
+	exported := map[string]bool{}
+	for _, e := range info.Exports {
+		in.Exports = append(in.Exports, fmt.Sprintf("%s (%s)", e.Name, e.Kind))
+		exported[e.Name] = e.Kind == wasmfile.KindFunc
+	}
+	for _, need := range []string{abi.ExportDescribe, abi.ExportCall} {
+		if !exported[need] {
+			in.Problems = append(in.Problems, fmt.Sprintf("does not export function %q", need))
+		}
+	}
+	for name, content := range info.Custom {
+		in.CustomSections[name] = len(content)
+	}
+	if raw, ok := info.Custom[abi.ManifestSection]; ok {
+		in.ManifestSource = "section"
+		var m abi.Manifest
+		if err := json.Unmarshal(raw, &m); err != nil {
+			in.Problems = append(in.Problems, "embedded manifest is not valid JSON: "+err.Error())
+		} else {
+			in.Manifest = &m
+		}
+	} else if exported[abi.ExportDescribe] {
+		in.ManifestSource = "describe"
+		m, _, err := build.Describe(ctx, strings.TrimSuffix(filepath.Base(path), ".wasm"), wasm, 0)
+		if err != nil {
+			in.Problems = append(in.Problems, err.Error())
+		} else {
+			in.Manifest = m
+		}
+	}
+	if in.Manifest != nil {
+		in.Capabilities = in.Manifest.Capabilities
+		if err := in.Manifest.Validate(); err != nil {
+			in.Problems = append(in.Problems, err.Error())
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(in); err != nil {
+			return err
+		}
+	} else {
+		printInspection(stdout, &in)
+	}
+	if len(in.Problems) > 0 {
+		return &exitError{code: 1, err: errSilent}
+	}
+	return nil
+}
+
+func printInspection(w io.Writer, in *inspection) {
+	fmt.Fprintf(w, "file:         %s\n", in.File)
+	fmt.Fprintf(w, "size:         %d bytes\n", in.SizeBytes)
+	fmt.Fprintf(w, "sha256:       %s\n", in.SHA256)
+	if m := in.Manifest; m != nil {
+		fmt.Fprintf(w, "plugin:       %s %s (abi %d, manifest from %s)\n", m.Plugin.Name, m.Plugin.Version, m.ABI, in.ManifestSource)
+		fmt.Fprintf(w, "capabilities: %s\n", orNone(m.Capabilities))
+		fmt.Fprintln(w, "tools:")
+		for _, t := range m.Tools {
+			first, _, _ := strings.Cut(t.Description, "\n")
+			fmt.Fprintf(w, "  %-20s %s\n", t.Name, first)
+		}
+	}
+	fmt.Fprintf(w, "imports:      %s\n", orNone(in.Imports))
+	fmt.Fprintf(w, "exports:      %s\n", orNone(in.Exports))
+	for _, p := range in.Problems {
+		fmt.Fprintf(w, "PROBLEM:      %s\n", p)
+	}
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,251 @@
+// Package dispatch is the call pipeline: it resolves a tool, validates the
+// arguments against its input schema, runs the plugin under a deadline and
+// turns whatever comes back into one normalised result — data, or an
+// envelope. Each step runs once, in that order, and never reaches back into
+// an earlier one. Transport (MCP, CLI) sits in front of it; runtime and
+// registry behind it.
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/registry"
+	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/schema"
+)
+
+// Options configures a Dispatcher.
+type Options struct {
+	// DefaultTimeout is a call's deadline when its tool declares none.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps any tool's declared timeout.
+	MaxTimeout time.Duration
+	Logger     *slog.Logger
+}
+
+// Dispatcher runs calls against one registry. It is safe for concurrent use.
+type Dispatcher struct {
+	reg        *registry.Registry
+	validators map[string]*schema.Validator
+	opts       Options
+}
+
+// New builds a dispatcher. Schemas are resolved on each tool's first call.
+func New(reg *registry.Registry, opts Options) *Dispatcher {
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 30 * time.Second
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = 5 * time.Minute
+	}
+	opts.MaxTimeout = max(opts.MaxTimeout, opts.DefaultTimeout)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{reg: reg, validators: map[string]*schema.Validator{}, opts: opts}
+	for _, t := range reg.Tools() {
+		d.validators[t.Def.Name] = schema.New(t.Def.Name, t.Def.InputSchema)
+	}
+	return d
+}
+
+// Request is one tool call.
+type Request struct {
+	Tool      string
+	Arguments json.RawMessage
+	// Progress receives the plugin's progress reports; nil when the client
+	// did not ask for progress.
+	Progress func(abi.ProgressRequest)
+	Caller   *abi.Caller
+}
+
+// Result is a normalised tool result. On success Structured holds the
+// plugin's structured answer (possibly nil) and Content at least one item;
+// on failure Envelope is set, Structured holds its JSON and Content its
+// compact text.
+type Result struct {
+	Content    []abi.Content
+	Structured json.RawMessage
+	Envelope   *abi.Envelope
+}
+
+// IsError reports whether the result is an envelope.
+func (r *Result) IsError() bool { return r.Envelope != nil }
+
+// Call runs one request through the pipeline. It never returns a Go error:
+// every failure, the host's own included, is an envelope in the result.
+func (d *Dispatcher) Call(ctx context.Context, req Request) *Result {
+	start := time.Now()
+	res := d.call(ctx, req)
+	if res.Envelope != nil {
+		d.opts.Logger.Debug("call failed", "tool", req.Tool, "code", res.Envelope.Code, "duration", time.Since(start))
+	} else {
+		d.opts.Logger.Debug("call ok", "tool", req.Tool, "duration", time.Since(start))
+	}
+	return res
+}
+
+func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
+	tool, ok := d.reg.Tool(req.Tool)
+	if !ok {
+		env := abi.NewEnvelope(abi.CodeToolNotFound, fmt.Sprintf("no tool named %q is served", req.Tool),
+			"call tools/list and use one of the names it returns")
+		env.Details = map[string]any{"tool": req.Tool}
+		return failed(env)
+	}
+	if env := d.validators[req.Tool].Validate(req.Arguments); env != nil {
+		return failed(env)
+	}
+	rt, err := tool.Plugin.Runtime(ctx)
+	if err != nil {
+		env := abi.NewEnvelope(abi.CodeUnavailable,
+			fmt.Sprintf("plugin %s could not be loaded: %v", tool.Plugin.Name(), err),
+			"other tools keep working; ask the operator to check the host log for this plugin")
+		env.Details = map[string]any{"plugin": tool.Plugin.Name()}
+		return failed(env)
+	}
+	timeout := d.opts.DefaultTimeout
+	if tool.Def.TimeoutMS > 0 {
+		timeout = min(time.Duration(tool.Def.TimeoutMS)*time.Millisecond, d.opts.MaxTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	input, err := encodeRequest(ctx, req)
+	if err != nil {
+		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))
+	}
+	out, err := rt.Call(ctx, abi.ExportCall, input, runtime.CallOptions{Progress: req.Progress})
+	if err != nil {
+		env, ok := err.(*abi.Envelope)
+		if !ok {
+			env = abi.NewEnvelope(abi.CodeInternal, err.Error(), "")
+		}
+		if env.Code == abi.CodePluginTimeout {
+			env = env.WithDetail("timeout_ms", timeout.Milliseconds())
+		}
+		env = env.WithDetail("tool", req.Tool)
+		return failed(env)
+	}
+	return decodeResult(tool, out)
+}
+
+// encodeRequest writes the CallRequest by hand: arguments are already JSON
+// and are copied, not re-encoded.
+func encodeRequest(ctx context.Context, req Request) ([]byte, error) {
+	cc := abi.CallContext{Caller: req.Caller, Progress: req.Progress != nil}
+	if dl, ok := ctx.Deadline(); ok {
+		cc.DeadlineUnixMS = dl.UnixMilli()
+	}
+	cctx, err := json.Marshal(cc)
+	if err != nil {
+		return nil, err
+	}
+	name, err := json.Marshal(req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	b := make([]byte, 0, len(args)+len(name)+len(cctx)+48)
+	b = append(b, `{"params":{"name":`...)
+	b = append(b, name...)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	b = append(b, `},"context":`...)
+	b = append(b, cctx...)
+	return append(b, '}'), nil
+}
+
+func decodeResult(tool registry.Tool, out []byte) *Result {
+	var cr abi.CallResult
+	if err := json.Unmarshal(out, &cr); err != nil {
+		env := abi.NewEnvelope(abi.CodePluginFailed,
+			fmt.Sprintf("plugin %s returned output that is not a CallToolResult: %v", tool.Plugin.Name(), err),
+			"report it to the plugin's authors")
+		env.Details = map[string]any{"plugin": tool.Plugin.Name(), "tool": tool.Def.Name, "output_prefix": prefix(out, 200)}
+		return failed(env)
+	}
+	for _, c := range cr.Content {
+		if c.Type != "text" {
+			env := abi.NewEnvelope(abi.CodePluginFailed,
+				fmt.Sprintf("plugin %s returned content of type %q, which ABI version %d does not carry", tool.Plugin.Name(), c.Type, abi.Version),
+				"report it to the plugin's authors")
+			env.Details = map[string]any{"plugin": tool.Plugin.Name(), "tool": tool.Def.Name}
+			return failed(env)
+		}
+	}
+	if cr.IsError {
+		return failed(pluginEnvelope(tool, &cr))
+	}
+	res := &Result{Content: cr.Content}
+	if len(cr.StructuredContent) > 0 {
+		var buf bytes.Buffer
+		buf.Grow(len(cr.StructuredContent))
+		if err := json.Compact(&buf, cr.StructuredContent); err != nil {
+			return failed(abi.NewEnvelope(abi.CodePluginFailed, "structuredContent is not valid JSON: "+err.Error(), "report it to the plugin's authors"))
+		}
+		res.Structured = buf.Bytes()
+		if len(res.Content) == 0 {
+			res.Content = []abi.Content{{Type: "text", Text: buf.String()}}
+		}
+	}
+	if len(res.Content) == 0 {
+		res.Content = []abi.Content{{Type: "text", Text: ""}}
+	}
+	return res
+}
+
+// pluginEnvelope reads the envelope of an isError result. A plugin that
+// answers isError with plain text (an Extism MCP plugin, say) gets it
+// wrapped as tool_error so agents always see one shape.
+func pluginEnvelope(tool registry.Tool, cr *abi.CallResult) *abi.Envelope {
+	var env abi.Envelope
+	if len(cr.StructuredContent) > 0 && json.Unmarshal(cr.StructuredContent, &env) == nil && env.Code != "" {
+		if _, known := abi.Lookup(env.Code); !known {
+			env.Details = withDetail(env.Details, "unregistered_code", true)
+		}
+		return &env
+	}
+	text := ""
+	for _, c := range cr.Content {
+		text += c.Text
+	}
+	if text == "" {
+		text = "the tool reported an error without a message"
+	}
+	e := abi.NewEnvelope(abi.CodeToolError, text, "read the message; fix the arguments it names and call "+tool.Def.Name+" again")
+	e.Details = map[string]any{"tool": tool.Def.Name}
+	return e
+}
+
+func withDetail(m map[string]any, k string, v any) map[string]any {
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[k] = v
+	return m
+}
+
+func failed(env *abi.Envelope) *Result {
+	b, err := json.Marshal(env)
+	if err != nil { // details held something unencodable: keep the rest
+		env.Details = nil
+		b, _ = json.Marshal(env)
+	}
+	return &Result{Envelope: env, Structured: b, Content: []abi.Content{{Type: "text", Text: string(b)}}}
+}
+
+func prefix(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

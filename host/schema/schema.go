@@ -1,0 +1,211 @@
+// Package schema checks tool arguments against a tool's input schema before a
+// plugin runs. It owns the resolved schemas (each resolved once, on first
+// use) and the translation of a validation failure into an envelope whose
+// hint names the offending field path. It knows nothing of plugins or MCP.
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/plugboard/plugboard/abi"
+)
+
+// Validator checks arguments of one tool.
+type Validator struct {
+	tool string
+	raw  json.RawMessage
+
+	once     sync.Once
+	resolved *jsonschema.Resolved
+	props    []string
+	err      error
+}
+
+// New returns a validator for tool's input schema. Resolution is deferred
+// to the first Validate so start-up stays independent of schema count.
+func New(tool string, inputSchema json.RawMessage) *Validator {
+	return &Validator{tool: tool, raw: inputSchema}
+}
+
+func (v *Validator) resolve() {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(v.raw, &s); err != nil {
+		v.err = fmt.Errorf("input schema of %s is not a JSON Schema: %w", v.tool, err)
+		return
+	}
+	for name := range s.Properties {
+		v.props = append(v.props, name)
+	}
+	v.resolved, v.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
+	if v.err != nil {
+		v.err = fmt.Errorf("input schema of %s does not resolve: %w", v.tool, v.err)
+	}
+}
+
+// Validate checks args (raw JSON; empty means {}) and returns nil or an
+// envelope: invalid_argument or missing_required with details.field set to
+// the field path (dotted, "[]" for array items).
+func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
+	v.once.Do(v.resolve)
+	if v.err != nil {
+		return abi.NewEnvelope(abi.CodeInternal, v.err.Error(), "the plugin's schema is broken; report it to its authors")
+	}
+	var instance any = map[string]any{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &instance); err != nil {
+			return v.envelope(abi.CodeInvalidArgument, "", "arguments are not valid JSON: "+err.Error(),
+				"send arguments as a JSON object matching the tool's inputSchema")
+		}
+	}
+	if _, ok := instance.(map[string]any); !ok {
+		return v.envelope(abi.CodeInvalidArgument, "", fmt.Sprintf("arguments must be a JSON object, got %s", jsonType(instance)),
+			"send arguments as a JSON object matching the tool's inputSchema")
+	}
+	if err := v.resolved.Validate(instance); err != nil {
+		return v.explain(err)
+	}
+	return nil
+}
+
+var (
+	schemaPathRe = regexp.MustCompile(`validating (/[^:\s]*)`)
+	quotedRe     = regexp.MustCompile(`"([^"]*)"`)
+)
+
+// explain maps a jsonschema-go error onto an envelope. The library reports
+// schema locations ("validating /properties/a/items: ..."); the deepest one
+// is turned into the instance field path an agent can act on.
+func (v *Validator) explain(err error) *abi.Envelope {
+	msg := err.Error()
+	path := ""
+	if m := schemaPathRe.FindAllStringSubmatch(msg, -1); len(m) > 0 {
+		path = fieldPath(m[len(m)-1][1])
+	}
+	reason := lastClause(msg)
+	switch {
+	case strings.Contains(reason, "required: missing properties"):
+		missing := quotedRe.FindAllStringSubmatch(reason, -1)
+		field := join(path, firstMatch(missing))
+		return v.envelope(abi.CodeMissingRequired, field,
+			fmt.Sprintf("%s: required field %q is missing", v.tool, field),
+			fmt.Sprintf("call %s again with %q set (see its inputSchema)", v.tool, field))
+	case strings.Contains(reason, "unexpected additional properties"):
+		extra := quotedRe.FindAllStringSubmatch(reason, -1)
+		field := join(path, firstMatch(extra))
+		hint := fmt.Sprintf("remove %q from the arguments of %s", field, v.tool)
+		if path == "" && len(v.props) > 0 {
+			hint += "; allowed fields: " + strings.Join(slices.Sorted(slices.Values(v.props)), ", ")
+		}
+		return v.envelope(abi.CodeInvalidArgument, field,
+			fmt.Sprintf("%s: unknown field %q", v.tool, field), hint)
+	case strings.HasPrefix(reason, "oneOf:") || strings.HasPrefix(reason, "anyOf:"):
+		return v.envelope(abi.CodeInvalidArgument, path,
+			fmt.Sprintf("%s: arguments match none (or more than one) of the allowed forms%s", v.tool, at(path)),
+			fmt.Sprintf("send exactly one of the forms in the oneOf of %s's inputSchema", v.tool))
+	}
+	return v.envelope(abi.CodeInvalidArgument, path,
+		fmt.Sprintf("%s: invalid value%s: %s", v.tool, at(path), reason),
+		fmt.Sprintf("fix %s per the inputSchema of %s", orArgs(path), v.tool))
+}
+
+func (v *Validator) envelope(code, field, message, hint string) *abi.Envelope {
+	env := abi.NewEnvelope(code, message, hint)
+	env.Details = map[string]any{"tool": v.tool}
+	if field != "" {
+		env.Details["field"] = field
+	}
+	return env
+}
+
+// fieldPath turns "/properties/a/items/properties/b" into "a[].b".
+func fieldPath(schemaPath string) string {
+	parts := strings.Split(strings.Trim(schemaPath, "/"), "/")
+	var b strings.Builder
+	for i := 0; i < len(parts); i++ {
+		switch parts[i] {
+		case "properties":
+			if i+1 < len(parts) {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(parts[i+1])
+				i++
+			}
+		case "items", "prefixItems", "additionalProperties":
+			b.WriteString("[]")
+		case "oneOf", "anyOf", "allOf":
+			i++ // skip the branch index
+		}
+	}
+	return b.String()
+}
+
+func lastClause(msg string) string {
+	// "validating root: validating /properties/x: type: ..." -> "type: ..."
+	for {
+		i := strings.Index(msg, "validating ")
+		if i != 0 {
+			break
+		}
+		j := strings.Index(msg, ": ")
+		if j < 0 {
+			break
+		}
+		msg = msg[j+2:]
+	}
+	return msg
+}
+
+func firstMatch(m [][]string) string {
+	if len(m) > 0 {
+		return m[0][1]
+	}
+	return ""
+}
+
+func join(path, field string) string {
+	switch {
+	case path == "":
+		return field
+	case field == "":
+		return path
+	}
+	return path + "." + field
+}
+
+func at(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " at " + path
+}
+
+func orArgs(path string) string {
+	if path == "" {
+		return "the arguments"
+	}
+	return fmt.Sprintf("%q", path)
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
