@@ -83,8 +83,14 @@ func (r *Result) IsError() bool { return r.Envelope != nil }
 func (d *Dispatcher) Call(ctx context.Context, req Request) *Result {
 	start := time.Now()
 	res := d.call(ctx, req)
-	if res.Envelope != nil {
-		d.opts.Logger.Debug("call failed", "tool", req.Tool, "code", res.Envelope.Code, "duration", time.Since(start))
+	if env := res.Envelope; env != nil {
+		// Failures the host produced (timeouts, crashes, caps, cancellations)
+		// matter to operators; a tool's own answers about bad input do not.
+		level := slog.LevelDebug
+		if info, ok := abi.Lookup(env.Code); ok && info.Origin == "host" {
+			level = slog.LevelInfo
+		}
+		d.opts.Logger.Log(ctx, level, "call failed", "tool", req.Tool, "code", env.Code, "duration", time.Since(start))
 	} else {
 		d.opts.Logger.Debug("call ok", "tool", req.Tool, "duration", time.Since(start))
 	}

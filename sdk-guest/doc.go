@@ -1,0 +1,62 @@
+// Package sdk is the guest side of the plugboard ABI (package abi): the Go
+// library a plugin author imports to serve tools from a WebAssembly module
+// built with the standard toolchain
+// (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared).
+//
+// It owns the exports describe and call (declared with //go:wasmexport in
+// this package, so a plugin's main package holds no ABI code), the manifest
+// built from the registered tools, the decoding of call requests into typed
+// inputs, the encoding of results and envelope errors, and the guest stubs of
+// the plugboard host functions (progress, log). It must not know anything
+// about the host beyond package abi, and it never recovers a panic: a
+// panicking handler crashes its instance, which the host discards.
+//
+// A plugin registers its tools in init and has an empty main:
+//
+//	type EchoIn struct {
+//		Text string `json:"text" jsonschema:"the text to return unchanged"`
+//	}
+//	type EchoOut struct {
+//		Text string `json:"text" jsonschema:"the text that was sent"`
+//	}
+//
+//	func init() {
+//		sdk.Plugin("echo", "1.0.0", "returns its input")
+//		sdk.Tool(sdk.ToolSpec{Name: "echo", Description: "..."},
+//			func(c *sdk.Call, in EchoIn) (EchoOut, error) {
+//				return EchoOut{Text: in.Text}, nil
+//			})
+//	}
+//
+//	func main() {}
+//
+// Input and output schemas are inferred from the In and Out types with
+// github.com/google/jsonschema-go (descriptions come from the jsonschema
+// struct tag; fields without omitempty/omitzero are required; unknown fields
+// are refused), unless ToolSpec supplies hand-written ones. Schemas are built
+// only when describe runs.
+//
+// The call path decodes the request, decodes the arguments, runs the
+// handler and encodes the answer, nothing more. Because encoding/json is
+// slow in WebAssembly (its byte-at-a-time scanner makes an indirect call per
+// byte), the request is parsed by a small validating parser, and arguments
+// and results of the common shapes (structs of strings, integers, booleans,
+// pointers to them and nested such structs) are decoded and encoded by
+// per-type plans built at registration; everything else, and every error,
+// goes through encoding/json, so the observable behaviour is exactly
+// encoding/json's (fuzz tests hold the two paths equal).
+//
+// A handler fails by returning an [abi.Envelope] (see [Fail],
+// [InvalidArgument], [NotFound]); any other error becomes a tool_error
+// envelope carrying its text. Envelopes are answers: call still returns
+// status 0, with isError set in the result.
+//
+// The pure logic (registry, schemas, request parsing, result encoding) builds
+// on every platform so it is tested natively; only the pdk, wasmimport and
+// wasmexport glue is behind the wasip1 build constraint. [Describe] and
+// [HandleCall] expose the two exports to native tests of a plugin.
+//
+// Each plugboard host function is imported only by the Call method that
+// uses it, so a plugin that never calls Progress or Log imports nothing
+// from plugboard:host/v1 and stays loadable by any Extism host.
+package sdk

@@ -1,0 +1,289 @@
+package sdk
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file is the fast path of argument (and call-context) decoding.
+//
+// encoding/json validates its input with a byte-at-a-time state machine
+// that makes an indirect call per byte; compiled to WebAssembly by the Go
+// toolchain that costs tens of nanoseconds a byte, and it dominated the
+// call path (measured: ~40 µs of a 1 KiB echo call). For the common shapes
+// of tool inputs — structs of strings, numbers, booleans, pointers to them
+// and nested such structs — a plan built once per type decodes the
+// arguments with the request parser's tight loops instead. Anything else
+// (escaped strings, unknown or case-folded keys, type mismatches, custom
+// unmarshalers, ",string" options, embedded structs) gives up, and the
+// caller decodes with encoding/json from scratch, so results and errors are
+// always encoding/json's. FuzzFastDecode checks that equivalence.
+
+// errFallback stops the fast path; the caller decodes with encoding/json.
+var errFallback = errors.New("sdk: fall back to encoding/json")
+
+// plan decodes JSON objects into one struct type.
+type plan struct {
+	fields map[string]*fieldPlan // by exact JSON name
+	names  []string              // JSON names, for case-folded matches
+	// skipUnknown skips keys that match no field (json.Unmarshal's
+	// behaviour) instead of giving up (DisallowUnknownFields).
+	skipUnknown bool
+}
+
+type fieldKind uint8
+
+const (
+	kindString fieldKind = iota
+	kindBool
+	kindInt
+	kindUint
+	kindFloat
+	kindStruct
+	kindOther // decoded by encoding/json on its own span
+)
+
+type fieldPlan struct {
+	index int
+	kind  fieldKind
+	ptr   bool  // the field is a pointer to the kind
+	sub   *plan // kindStruct
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// customDecoded reports whether encoding/json hands t to a method.
+func customDecoded(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(jsonUnmarshalerType) || p.Implements(jsonUnmarshalerType) ||
+		t.Implements(textUnmarshalerType) || p.Implements(textUnmarshalerType)
+}
+
+// newPlan builds the plan of struct type t, or returns nil when the type
+// needs encoding/json throughout.
+func newPlan(t reflect.Type, skipUnknown bool) *plan {
+	return buildPlan(t, skipUnknown, map[reflect.Type]bool{})
+}
+
+func buildPlan(t reflect.Type, skipUnknown bool, seen map[reflect.Type]bool) *plan {
+	if t.Kind() != reflect.Struct || customDecoded(t) || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	defer delete(seen, t)
+	p := &plan{fields: map[string]*fieldPlan{}, skipUnknown: skipUnknown}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil // promoted fields: encoding/json's rules, not ours
+		}
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if tag, ok := f.Tag.Lookup("json"); ok {
+			if tag == "-" {
+				continue
+			}
+			tagName, opts, _ := strings.Cut(tag, ",")
+			if strings.Contains(","+opts+",", ",string,") || !plainTagName(tagName) {
+				return nil
+			}
+			if tagName != "" {
+				name = tagName
+			}
+		}
+		if _, dup := p.fields[name]; dup {
+			return nil
+		}
+		fp := &fieldPlan{index: i}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer && !customDecoded(ft) {
+			fp.ptr = true
+			ft = ft.Elem()
+		}
+		fp.kind = kindOther
+		if !customDecoded(ft) {
+			switch ft.Kind() {
+			case reflect.String:
+				fp.kind = kindString
+			case reflect.Bool:
+				fp.kind = kindBool
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				fp.kind = kindInt
+			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+				fp.kind = kindUint
+			case reflect.Float32, reflect.Float64:
+				fp.kind = kindFloat
+			case reflect.Struct:
+				if fp.sub = buildPlan(ft, skipUnknown, seen); fp.sub != nil {
+					fp.kind = kindStruct
+				}
+			}
+		}
+		if fp.kind == kindOther && fp.ptr {
+			fp.ptr = false // encoding/json decodes the pointer field itself
+		}
+		p.fields[name] = fp
+		p.names = append(p.names, name)
+	}
+	return p
+}
+
+// plainTagName accepts the tag names this path handles; encoding/json has
+// its own rules for the rest.
+func plainTagName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeFast decodes the JSON object data into v (an addressable struct of
+// p's type). It returns false when encoding/json must decode data instead;
+// v may then hold part of the data.
+func (p *plan) decodeFast(data []byte, v reflect.Value) bool {
+	d := parser{b: data}
+	d.ws()
+	if d.i >= len(d.b) || d.b[d.i] != '{' {
+		return false
+	}
+	if err := d.decodeObject(p, v); err != nil {
+		return false
+	}
+	d.ws()
+	return d.i == len(d.b)
+}
+
+// decodeObject decodes the object at d.i into v.
+func (d *parser) decodeObject(p *plan, v reflect.Value) error {
+	ok, err := d.object(func(key []byte) (bool, error) {
+		f := p.fields[string(key)]
+		if f == nil {
+			if !p.skipUnknown || foldsTo(key, p.names...) {
+				return false, errFallback
+			}
+			return true, d.skip()
+		}
+		return true, d.decodeField(f, v.Field(f.index))
+	})
+	if err == nil && !ok { // an escaped key
+		err = errFallback
+	}
+	return err
+}
+
+func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
+	if f.kind == kindOther {
+		start := d.i
+		if err := d.skip(); err != nil {
+			return err
+		}
+		return decodeStrict(d.b[start:d.i], v.Addr().Interface())
+	}
+	if d.literal("null") {
+		// encoding/json: null clears a pointer and leaves other values of
+		// these kinds alone.
+		if f.ptr {
+			v.SetZero()
+		}
+		return nil
+	}
+	if f.ptr {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	if d.i >= len(d.b) {
+		return errFallback
+	}
+	switch f.kind {
+	case kindString:
+		if d.b[d.i] != '"' {
+			return errFallback
+		}
+		s, plain, err := d.str()
+		if err != nil {
+			return err
+		}
+		if !plain || !utf8.Valid(s) {
+			return errFallback
+		}
+		v.SetString(string(s))
+	case kindBool:
+		switch {
+		case d.literal("true"):
+			v.SetBool(true)
+		case d.literal("false"):
+			v.SetBool(false)
+		default:
+			return errFallback
+		}
+	case kindInt, kindUint, kindFloat:
+		c := d.b[d.i]
+		if c != '-' && (c < '0' || c > '9') {
+			return errFallback
+		}
+		start := d.i
+		if err := d.number(); err != nil {
+			return err
+		}
+		return setNumber(f.kind, string(d.b[start:d.i]), v)
+	case kindStruct:
+		if d.b[d.i] != '{' {
+			return errFallback
+		}
+		return d.decodeObject(f.sub, v)
+	}
+	return nil
+}
+
+// setNumber stores a JSON number literal as encoding/json does, giving up
+// where encoding/json would report an error.
+func setNumber(kind fieldKind, lit string, v reflect.Value) error {
+	switch kind {
+	case kindInt:
+		n, err := strconv.ParseInt(lit, 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return errFallback
+		}
+		v.SetInt(n)
+	case kindUint:
+		n, err := strconv.ParseUint(lit, 10, 64)
+		if err != nil || v.OverflowUint(n) {
+			return errFallback
+		}
+		v.SetUint(n)
+	case kindFloat:
+		n, err := strconv.ParseFloat(lit, v.Type().Bits())
+		if err != nil || v.OverflowFloat(n) {
+			return errFallback
+		}
+		v.SetFloat(n)
+	}
+	return nil
+}
+
+// decodeStrict decodes one value with encoding/json, refusing unknown
+// fields; any error means falling back for the whole input.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(v) != nil {
+		return errFallback
+	}
+	return nil
+}

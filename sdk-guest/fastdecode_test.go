@@ -1,0 +1,132 @@
+package sdk
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+type fzMode string
+
+type fzNested struct {
+	A string `json:"a"`
+	B *int   `json:"b,omitempty"`
+}
+
+type fzIn struct {
+	S     string             `json:"s"`
+	B     bool               `json:"b"`
+	I     int8               `json:"i"`
+	U     uint16             `json:"u"`
+	F     float32            `json:"f"`
+	F64   float64            `json:"f64"`
+	PS    *string            `json:"ps"`
+	PI    *int64             `json:"pi,omitempty"`
+	N     fzNested           `json:"n"`
+	PN    *fzNested          `json:"pn"`
+	L     []string           `json:"l"`
+	M     map[string]int     `json:"m"`
+	Any   any                `json:"any"`
+	T     time.Time          `json:"t"`
+	PT    *time.Time         `json:"pt"`
+	Named fzMode             `json:"named"`
+	Raw   []byte             `json:"raw"`
+	MN    map[string]fzNest2 `json:"mn"`
+	NoTag int
+	Skip  int `json:"-"`
+	Dash  int `json:"-,"`
+	priv  int
+}
+
+type fzNest2 struct {
+	X int `json:"x"`
+}
+
+var fastSeeds = []string{
+	`{"s":"hello","b":true,"i":-5,"u":7,"f":1.5,"f64":-2e10,"ps":"p","pi":9,"n":{"a":"x","b":3},"pn":{"a":"y"},"l":["a"],"m":{"k":1},"any":[1,"x"],"t":"2024-01-02T03:04:05Z","named":"formal","raw":"aGk=","NoTag":4,"-":2}`,
+	`{"s":null,"ps":null,"pn":null,"l":null,"m":null,"any":null,"t":null,"pt":null,"n":null,"b":null,"i":null}`,
+	`{"s":"a\"b"}`, `{"s":"\u00e9"}`, "{\"s\":\"\xff\"}", `{"S":"folded"}`, `{"notag":1}`, `{"Skip":1}`, `{"priv":1}`,
+	`{"i":128}`, `{"i":-129}`, `{"u":-1}`, `{"u":65536}`, `{"i":1.0}`, `{"i":1e2}`, `{"f":1e39}`, `{"f64":1e309}`,
+	`{"s":1}`, `{"b":"true"}`, `{"n":[]}`, `{"n":{"a":"x","zz":1}}`, `{"n":{"A":"x"}}`, `{"pn":{"b":null}}`,
+	`{"mn":{"k":{"x":1}}}`, `{"mn":{"k":{"y":1}}}`, `{"l":[1]}`, `{"t":"yesterday"}`,
+	`{"s":"a","s":"b"}`, `{"pn":{"a":"1"},"pn":{"b":2}}`, `{"n":{"a":"1"},"n":{"b":2}}`,
+	`{}`, ` { "s" : "ws" } `, `[]`, `"x"`, `{"s":"a"} {}`, `{"s":"a",}`, `{"\u0073":"esc"}`,
+	`{"unknown":1}`, `{"pi":-0}`, `{"f":-0.0}`, `{"u":0}`,
+}
+
+func FuzzFastDecode(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add([]byte(s))
+	}
+	p := newPlan(reflect.TypeFor[fzIn](), false)
+	if p == nil {
+		f.Fatal("no plan for fzIn")
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFastDecode(t, p, data)
+	})
+}
+
+// checkFastDecode asserts that whenever the fast path succeeds,
+// encoding/json (the fallback) succeeds with the same value.
+func checkFastDecode(t *testing.T, p *plan, data []byte) {
+	t.Helper()
+	var want fzIn
+	wantErr := decodeArguments(data, &want)
+	var got fzIn
+	if !p.decodeFast(data, reflect.ValueOf(&got).Elem()) {
+		return
+	}
+	if wantErr != nil {
+		t.Fatalf("%q: fast path succeeded, encoding/json failed: %v", data, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q:\nfast path     %+v\nencoding/json %+v", data, got, want)
+	}
+}
+
+func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
+	p := newPlan(reflect.TypeFor[fzIn](), false)
+	fast := 0
+	for _, s := range fastSeeds {
+		checkFastDecode(t, p, []byte(s))
+		var v fzIn
+		if p.decodeFast([]byte(s), reflect.ValueOf(&v).Elem()) {
+			fast++
+		}
+	}
+	// The common shapes must take the fast path.
+	if fast < 10 {
+		t.Errorf("only %d seeds decoded on the fast path", fast)
+	}
+	var v fzIn
+	if !p.decodeFast([]byte(fastSeeds[0]), reflect.ValueOf(&v).Elem()) || v.S != "hello" || v.N.A != "x" || *v.N.B != 3 || v.PN.A != "y" || v.T.Year() != 2024 {
+		t.Errorf("full seed: fast path failed or wrong: %+v", v)
+	}
+}
+
+func TestPlanShapes(t *testing.T) {
+	type embedded struct{ A int }
+	type withEmbedded struct {
+		embedded
+		B int
+	}
+	type withString struct {
+		N int `json:"n,string"`
+	}
+	type dupNames struct {
+		A int `json:"X"`
+		X int
+	}
+	type odd struct {
+		A int `json:"a b"`
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[withEmbedded](), reflect.TypeFor[withString](), reflect.TypeFor[dupNames](), reflect.TypeFor[odd](), reflect.TypeFor[time.Time](), reflect.TypeFor[int]()} {
+		if newPlan(typ, false) != nil {
+			t.Errorf("%v: got a plan, want encoding/json throughout", typ)
+		}
+	}
+	if newPlan(reflect.TypeFor[greetIn](), false) == nil || contextPlan == nil {
+		t.Error("no plan for ordinary structs")
+	}
+}

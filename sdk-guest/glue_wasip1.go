@@ -1,0 +1,61 @@
+//go:build wasip1
+
+package sdk
+
+import (
+	"github.com/extism/go-pdk"
+)
+
+// This file is the only one that touches the WebAssembly boundary: the two
+// exports of the ABI and the imports of the plugboard host functions. Each
+// import is referenced only from the Call method that needs it, so a plugin
+// that never reports progress or logs does not import it and still loads in
+// a plain Extism host.
+
+//go:wasmexport describe
+func exportDescribe() int32 {
+	out, err := std.describe()
+	if err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	pdk.Output(out)
+	return 0
+}
+
+//go:wasmexport call
+func exportCall() int32 {
+	out, err := std.call(pdk.Input())
+	if err != nil {
+		pdk.SetError(err)
+		return 1
+	}
+	pdk.Output(out)
+	return 0
+}
+
+//go:wasmimport plugboard:host/v1 progress
+func importProgress(req uint64) uint64
+
+//go:wasmimport plugboard:host/v1 log
+func importLog(req uint64) uint64
+
+func hostProgress(req []byte) []byte { return callHost(importProgress, req) }
+
+func hostLog(req []byte) []byte { return callHost(importLog, req) }
+
+// callHost passes req to a host function in an Extism memory block and
+// returns the response block's bytes (nil when the host answers 0), freeing
+// both blocks.
+func callHost(fn func(uint64) uint64, req []byte) []byte {
+	mem := pdk.AllocateBytes(req)
+	off := fn(mem.Offset())
+	mem.Free()
+	if off == 0 {
+		return nil
+	}
+	resp := pdk.FindMemory(off)
+	b := resp.ReadBytes()
+	resp.Free()
+	return b
+}

@@ -1,0 +1,20 @@
+//go:build !wasip1
+
+package sdk
+
+// nativeHost stands in for the plugboard host functions outside WebAssembly,
+// where there is no host: tests set it to observe progress and log calls.
+// It receives the function name and the JSON request and returns the JSON
+// response (nil for none).
+var nativeHost func(name string, req []byte) []byte
+
+func hostProgress(req []byte) []byte { return callNativeHost("progress", req) }
+
+func hostLog(req []byte) []byte { return callNativeHost("log", req) }
+
+func callNativeHost(name string, req []byte) []byte {
+	if nativeHost == nil {
+		return nil
+	}
+	return nativeHost(name, req)
+}
