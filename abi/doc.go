@@ -30,9 +30,8 @@
 //
 // # Host functions
 //
-// plugboard's own capabilities live in module [HostModule]. Apart from the
-// bulk-copy pair input_read/output_write (see [FuncInputRead]), every function
-// in it has the signature (i64) -> i64: the parameter is the offset of an Extism
+// plugboard's own capabilities live in module [HostModule]. Every function in
+// it has the signature (i64) -> i64: the parameter is the offset of an Extism
 // memory block (allocated with alloc) holding the JSON request, and the result
 // is the offset of a block holding a JSON [HostResponse], or 0 when the
 // function answers nothing. A function is callable only when the plugin's

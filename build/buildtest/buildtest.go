@@ -106,7 +106,7 @@ func cacheDir(tb testing.TB) string {
 }
 
 func cachedPlugin(root, cache, src string) (string, error) {
-	key, err := sourceHash(root, src, "sdk-guest", "abi", "host", "build")
+	key, err := sourceHash(root, src, "sdk-guest", "abi", "build")
 	if err != nil {
 		return "", err
 	}

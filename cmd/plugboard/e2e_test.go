@@ -212,23 +212,25 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("loop times out near its deadline and the next call is served", func(t *testing.T) {
-		start := time.Now()
+		// The first call may include compiling the plugin, which the
+		// deadline does not cover; the second measures the deadline alone.
 		env := envelopeOf(t, srv.call(t, ctx, "spin", map[string]any{}))
-		took := time.Since(start)
 		if env.Code != abi.CodePluginTimeout || !env.Retryable {
 			t.Errorf("got %+v, want retryable plugin_timeout", env)
-		}
-		if took < 2*time.Second || took > 4*time.Second {
-			t.Errorf("timeout answered after %v, want close to the 2s deadline", took)
 		}
 		var out struct{ Text string }
 		structured(t, srv.call(t, ctx, "echo", map[string]any{"text": "still here"}), &out)
 		if out.Text != "still here" {
 			t.Errorf("after the timeout echo returned %q", out.Text)
 		}
+		start := time.Now()
 		env = envelopeOf(t, srv.call(t, ctx, "spin", map[string]any{}))
+		took := time.Since(start)
 		if env.Code != abi.CodePluginTimeout {
 			t.Errorf("second spin: %+v", env)
+		}
+		if took < 2*time.Second || took > 3*time.Second {
+			t.Errorf("timeout answered after %v, want close to the 2s deadline", took)
 		}
 	})
 
@@ -258,7 +260,10 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("concurrent calls overlap", func(t *testing.T) {
 		const n = 4
-		type span struct{ StartedUnixNano, EndedUnixNano int64 }
+		type span struct {
+			StartedUnixNano int64 `json:"started_unix_nano"`
+			EndedUnixNano   int64 `json:"ended_unix_nano"`
+		}
 		spans := make([]span, n)
 		var wg sync.WaitGroup
 		for i := range n {
@@ -296,7 +301,7 @@ func TestEndToEnd(t *testing.T) {
 		progressSeen = nil
 		progressMu.Unlock()
 		params := &mcp.CallToolParams{Name: "text_diff", Arguments: map[string]any{
-			"a": "one\ntwo\nthree\n", "b": "one\n2\nthree\nfour\n",
+			"old_text": "one\ntwo\nthree\n", "new_text": "one\n2\nthree\nfour\n",
 		}}
 		params.SetProgressToken("diff-1")
 		res, err := srv.session.CallTool(ctx, params)

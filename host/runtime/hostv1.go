@@ -9,6 +9,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/wasmfile"
 )
 
 // hostV1Handlers implements abi.HostModule. Each handler receives the
@@ -49,8 +50,13 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 
 func hostV1Known(name string) bool {
 	_, ok := hostV1Handlers[name]
-	return ok || name == abi.FuncInputRead || name == abi.FuncOutputWrite
+	return ok
 }
+
+// errInterrupted unwinds a guest whose call context ended.
+type errInterrupted struct{ cause error }
+
+func (e errInterrupted) Error() string { return "interrupted: " + e.cause.Error() }
 
 func (e *Engine) instantiateHostV1(ctx context.Context) error {
 	caps := map[string]string{}
@@ -58,11 +64,6 @@ func (e *Engine) instantiateHostV1(ctx context.Context) error {
 		caps[f.Name] = f.Capability
 	}
 	b := e.rt.NewHostModuleBuilder(abi.HostModule)
-	for _, raw := range []string{abi.FuncInputRead, abi.FuncOutputWrite} {
-		if _, ok := caps[raw]; !ok {
-			return fmt.Errorf("host function %s has no entry in abi.HostFunctions", raw)
-		}
-	}
 	for name, h := range hostV1Handlers {
 		capability, ok := caps[name]
 		if !ok {
@@ -98,31 +99,17 @@ func (e *Engine) instantiateHostV1(ctx context.Context) error {
 			}), []api.ValueType{i64}, []api.ValueType{i64}).
 			Export(name)
 	}
+	// yield is called by instrumented loops every wasmfile.YieldBudget
+	// iterations: it interrupts a call whose context ended, and, being Go
+	// code, lets the scheduler stop this goroutine for the garbage collector.
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
-			k := kernelFrom(ctx)
-			dst, n := uint32(stack[0]), uint32(stack[1])
-			n = min(n, uint32(len(k.input)))
-			if !mod.Memory().Write(dst, k.input[:n]) {
-				panic(fmt.Errorf("%s: destination [%d, +%d) is outside guest memory", abi.FuncInputRead, dst, n))
+		WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
+			if err := ctx.Err(); err != nil {
+				panic(errInterrupted{err})
 			}
-			stack[0] = uint64(n)
-		}), []api.ValueType{i32, i32}, []api.ValueType{i32}).
-		Export(abi.FuncInputRead)
-	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
-			k := kernelFrom(ctx)
-			src, n := uint32(stack[0]), uint32(stack[1])
-			if int(n) > e.cfg.MaxOutputBytes {
-				k.exceed("output", int(n), e.cfg.MaxOutputBytes)
-			}
-			b, ok := mod.Memory().Read(src, n)
-			if !ok {
-				panic(fmt.Errorf("%s: source [%d, +%d) is outside guest memory", abi.FuncOutputWrite, src, n))
-			}
-			k.output = append(make([]byte, 0, n), b...)
-		}), []api.ValueType{i32, i32}, nil).
-		Export(abi.FuncOutputWrite)
+			stack[0] = wasmfile.YieldBudget
+		}), nil, []api.ValueType{i32}).
+		Export(wasmfile.YieldName)
 	if _, err := b.Instantiate(ctx); err != nil {
 		return fmt.Errorf("instantiate %s: %w", abi.HostModule, err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/wasmfile"
 )
 
 // CallOptions carries what one call gives the guest besides its input.
@@ -50,14 +49,11 @@ func (p *Plugin) Name() string { return p.name }
 // call at a time and is discarded after any failure that may have left it
 // inconsistent (trap, exit, timeout, cap).
 type instance struct {
-	mod api.Module
-	// interrupt is the flag wasmfile.Instrument added; setting it makes the
-	// guest trap at its next loop header.
-	interrupt api.MutableGlobal
-	exports   map[string]api.Function
-	k         kernel
-	console   consoleBuffer
-	stack     [1]uint64
+	mod     api.Module
+	exports map[string]api.Function
+	k       kernel
+	console consoleBuffer
+	stack   [1]uint64
 }
 
 // Call runs export with input on an idle instance and returns its output.
@@ -89,20 +85,11 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 	// The kernel goes in outermost so host functions find it in one step.
 	callCtx := context.WithValue(ctx, kernelKey{}, &inst.k)
 	inst.stack[0] = 0
-	stop := inst.watch(ctx)
 	err = fn.CallWithStack(callCtx, inst.stack[:])
-	interrupted := stop != nil && !stop()
-	if err != nil || interrupted {
-		var env *abi.Envelope
-		if err == nil { // finished just as the deadline passed: honour the answer
-			env = nil
-		} else {
-			env = p.failure(ctx, inst, err)
-		}
-		p.release(inst, false) // the flag is (or is about to be) set
-		if env != nil {
-			return nil, env
-		}
+	if err != nil {
+		env := p.failure(ctx, inst, err)
+		p.release(inst, false)
+		return nil, env
 	}
 	if status := uint32(inst.stack[0]); status != 0 {
 		msg := inst.k.errMsg
@@ -112,16 +99,12 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 		env := abi.NewEnvelope(abi.CodePluginFailed, fmt.Sprintf("plugin %s failed: %s", p.name, msg),
 			"the plugin rejected the call; check its arguments against tools/list, or report it to the plugin's authors")
 		env.Details = map[string]any{"plugin": p.name, "status": status}
-		if !interrupted {
-			p.release(inst, true)
-		}
+		p.release(inst, true)
 		return nil, env
 	}
 	out := inst.k.output
 	inst.k.output, inst.k.input, inst.k.opts = nil, nil, nil
-	if !interrupted {
-		p.release(inst, true)
-	}
+	p.release(inst, true)
 	return out, nil
 }
 
@@ -196,22 +179,13 @@ func (p *Plugin) release(inst *instance, healthy bool) {
 	<-p.slots
 }
 
-// watch sets the interrupt flag when ctx ends. The returned stop reports
-// false if the flag was (or is being) set; nil means ctx never ends.
-func (inst *instance) watch(ctx context.Context) (stop func() bool) {
-	if ctx.Done() == nil {
-		return nil
-	}
-	return context.AfterFunc(ctx, func() { inst.interrupt.Set(1) })
-}
-
 func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	inst := &instance{}
 	inst.k.plugin = p
 	inst.k.reset(nil, nil)
 	mc := wazero.NewModuleConfig().
-		WithName("").         // anonymous: many instances of one module may coexist
-		WithStartFunctions(). // _initialize runs below, under the interrupt watch
+		WithName(""). // anonymous: many instances of one module may coexist
+		WithStartFunctions(abi.ExportInitialize).
 		WithRandSource(randSource).
 		WithSysWalltime().
 		WithSysNanotime().
@@ -227,28 +201,6 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	inst.mod = mod
 	inst.exports = map[string]api.Function{}
-	g, ok := mod.ExportedGlobal(wasmfile.InterruptExport).(api.MutableGlobal)
-	if !ok {
-		_ = mod.Close(ctx)
-		return nil, abi.NewEnvelope(abi.CodeInternal, "plugin "+p.name+" was compiled without its interrupt flag", "")
-	}
-	inst.interrupt = g
-	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
-		stop := inst.watch(ctx)
-		_, err := init.Call(kctx)
-		interrupted := stop != nil && !stop()
-		if err != nil || interrupted {
-			var env *abi.Envelope
-			if err != nil {
-				env = p.failure(ctx, inst, err)
-			} else {
-				env = p.contextEnvelope(ctx, "initialising")
-			}
-			_ = mod.Close(ctx)
-			env.Message = "initialising the plugin failed: " + env.Message
-			return nil, env
-		}
-	}
 	return inst, nil
 }
 
