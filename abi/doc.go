@@ -22,7 +22,16 @@
 //     structuredContent. A non-zero status with an Extism error string set
 //     (error_set) becomes a plugin_failed envelope.
 //
-// Input and output travel through the Extism kernel functions in module
+// A plugin may also export the direct-call pair, which the host then prefers
+// for call because it needs no host calls at all:
+//
+//   - plugboard_buffer(size i32) -> i32: returns a pointer to size bytes of
+//     guest memory the host may fill with the CallRequest;
+//   - plugboard_call(size i32) -> i64: handles the request in that buffer and
+//     returns ptr<<32 | len of the CallResult in guest memory, valid until the
+//     next call into the instance.
+//
+// Otherwise input and output travel through the Extism kernel functions in module
 // [ExtismModule] (input_length, input_load_u8/u64, output_set, error_set,
 // alloc, free, length, length_unsafe, load_u8/u64, store_u8/u64, config_get,
 // var_get, var_set, log_*, get_log_level), exactly as github.com/extism/go-pdk
@@ -62,6 +71,9 @@ const (
 	ExportDescribe   = "describe"
 	ExportCall       = "call"
 	ExportInitialize = "_initialize"
+	// ExportBuffer and ExportCallDirect are the optional direct-call pair.
+	ExportBuffer     = "plugboard_buffer"
+	ExportCallDirect = "plugboard_call"
 )
 
 // Import modules a plugin may use. Imports from any other module make the

@@ -266,6 +266,12 @@ func TestEndToEnd(t *testing.T) {
 		}
 		spans := make([]span, n)
 		var wg sync.WaitGroup
+		// First fill the instance pool, so the measured calls test parallel
+		// execution rather than how fast a loaded machine instantiates.
+		for range n {
+			wg.Go(func() { srv.call(t, ctx, "sleep", map[string]any{"ms": 50}) })
+		}
+		wg.Wait()
 		for i := range n {
 			wg.Go(func() {
 				res, err := srv.session.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 300}})

@@ -84,6 +84,17 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 	inst.console.Reset()
 	// The kernel goes in outermost so host functions find it in one step.
 	callCtx := context.WithValue(ctx, kernelKey{}, &inst.k)
+	if export == abi.ExportCall && inst.direct() {
+		out, err := p.callDirect(callCtx, inst, input)
+		if err != nil {
+			env := p.failure(ctx, inst, err)
+			p.release(inst, false)
+			return nil, env
+		}
+		inst.k.input, inst.k.opts = nil, nil
+		p.release(inst, true)
+		return out, nil
+	}
 	inst.stack[0] = 0
 	err = fn.CallWithStack(callCtx, inst.stack[:])
 	if err != nil {
@@ -106,6 +117,42 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 	inst.k.output, inst.k.input, inst.k.opts = nil, nil, nil
 	p.release(inst, true)
 	return out, nil
+}
+
+// direct reports whether the instance exports the direct-call pair.
+func (inst *instance) direct() bool {
+	return inst.export(abi.ExportBuffer) != nil && inst.export(abi.ExportCallDirect) != nil
+}
+
+// callDirect runs call through the direct-call pair: the request is written
+// into guest memory and the result read out of it, with no host calls.
+func (p *Plugin) callDirect(ctx context.Context, inst *instance, input []byte) ([]byte, error) {
+	mem := inst.mod.Memory()
+	inst.stack[0] = uint64(len(input))
+	if err := inst.export(abi.ExportBuffer).CallWithStack(ctx, inst.stack[:]); err != nil {
+		return nil, err
+	}
+	ptr := uint32(inst.stack[0])
+	if len(input) > 0 && !mem.Write(ptr, input) {
+		return nil, fmt.Errorf("%s returned %d, outside guest memory", abi.ExportBuffer, ptr)
+	}
+	inst.stack[0] = uint64(len(input))
+	if err := inst.export(abi.ExportCallDirect).CallWithStack(ctx, inst.stack[:]); err != nil {
+		return nil, err
+	}
+	outPtr, outLen := uint32(inst.stack[0]>>32), uint32(inst.stack[0])
+	if int(outLen) > p.engine.cfg.MaxOutputBytes {
+		inst.k.limit = abi.NewEnvelope(abi.CodeResourceExhausted,
+			fmt.Sprintf("plugin output is %d bytes, over the cap of %d", outLen, p.engine.cfg.MaxOutputBytes),
+			"reduce the size of the answer (page or narrow the request)")
+		inst.k.limit.Details = map[string]any{"limit": "output", "bytes": outLen, "max_bytes": p.engine.cfg.MaxOutputBytes}
+		return nil, errLimit{inst.k.limit}
+	}
+	b, ok := mem.Read(outPtr, outLen)
+	if !ok {
+		return nil, fmt.Errorf("%s returned [%d, +%d), outside guest memory", abi.ExportCallDirect, outPtr, outLen)
+	}
+	return append(make([]byte, 0, len(b)), b...), nil
 }
 
 // Describe runs the describe export.
