@@ -133,11 +133,27 @@ func CustomSection(bin []byte, name string) ([]byte, bool, error) {
 // SetCustomSection returns a copy of bin with every custom section of that
 // name removed and one holding content appended at the end.
 func SetCustomSection(bin []byte, name string, content []byte) ([]byte, error) {
+	out, err := RemoveCustomSection(bin, name)
+	if err != nil {
+		return nil, err
+	}
+	var payload []byte
+	payload = appendULEB(payload, uint64(len(name)))
+	payload = append(payload, name...)
+	payload = append(payload, content...)
+	out = append(out, sectionCustom)
+	out = appendULEB(out, uint64(len(payload)))
+	return append(out, payload...), nil
+}
+
+// RemoveCustomSection returns a copy of bin without the custom sections of
+// that name.
+func RemoveCustomSection(bin []byte, name string) ([]byte, error) {
 	secs, err := sections(bin)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(bin)+len(content)+len(name)+16)
+	out := make([]byte, 0, len(bin)+64)
 	out = append(out, bin[:len(magic)]...)
 	for _, s := range secs {
 		if s.id == sectionCustom {
@@ -148,13 +164,7 @@ func SetCustomSection(bin []byte, name string, content []byte) ([]byte, error) {
 		}
 		out = append(out, bin[s.start:s.end]...)
 	}
-	var payload []byte
-	payload = appendULEB(payload, uint64(len(name)))
-	payload = append(payload, name...)
-	payload = append(payload, content...)
-	out = append(out, sectionCustom)
-	out = appendULEB(out, uint64(len(payload)))
-	return append(out, payload...), nil
+	return out, nil
 }
 
 func sections(bin []byte) ([]section, error) {

@@ -1,0 +1,117 @@
+package registry_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/host/registry"
+	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/wasmfile"
+)
+
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins")
+	}
+	_, wasm := buildtest.Plugins(t, "plugins/echo", "testdata/plugins/rawpdk")
+	ctx := context.Background()
+	root := t.TempDir()
+	first, second := filepath.Join(root, "a"), filepath.Join(root, "b")
+	echo, err := os.ReadFile(wasm["echo"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(wasm["rawpdk"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rawpdk without its embedded manifest: the registry must describe it.
+	if raw, err = wasmfile.RemoveCustomSection(raw, abi.ManifestSection); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string, b []byte) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(first, "echo.wasm"), echo)
+	write(filepath.Join(second, "nested", "echo-copy.wasm"), echo)
+	write(filepath.Join(second, "raw.wasm"), raw)
+	write(filepath.Join(second, "broken.wasm"), []byte("definitely not wasm"))
+
+	engine, err := runtime.New(ctx, runtime.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close(ctx)
+	data := t.TempDir()
+	var logs bytes.Buffer
+	load := func() *registry.Registry {
+		t.Helper()
+		logs.Reset()
+		reg, err := registry.Load(ctx, registry.Options{
+			Dirs: []string{first, second}, DataDir: data, Engine: engine,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	reg := load()
+
+	tool, ok := reg.Tool("echo")
+	if !ok || tool.Plugin.Path != filepath.Join(first, "echo.wasm") || !tool.Plugin.FromSection {
+		t.Fatalf("echo served by %+v, want the first directory's copy, manifest from its section", tool.Plugin)
+	}
+	rawTool, ok := reg.Tool("raw_upper")
+	if !ok || rawTool.Plugin.FromSection {
+		t.Fatalf("raw_upper not served from a described manifest: %+v", rawTool)
+	}
+	if rawTool.Plugin.Name() != "raw" {
+		t.Errorf("a plugin without a declared name is named after its file: got %q", rawTool.Plugin.Name())
+	}
+	problems := map[string]string{}
+	for _, p := range reg.Problems() {
+		problems[filepath.Base(p.Path)] = p.Err.Error()
+	}
+	if !strings.Contains(problems["echo-copy.wasm"], "already served") {
+		t.Errorf("duplicate tool not refused: %v", problems)
+	}
+	if problems["broken.wasm"] == "" {
+		t.Errorf("broken module not reported: %v", problems)
+	}
+	line := logs.String()
+	if !strings.Contains(line, "duplicate tool name") || !strings.Contains(line, filepath.Join(first, "echo.wasm")) ||
+		!strings.Contains(line, filepath.Join(second, "nested", "echo-copy.wasm")) {
+		t.Errorf("the duplicate log line does not name both plugins:\n%s", line)
+	}
+	if len(reg.Tools()) != 2 {
+		t.Errorf("tools = %d, want 2 (echo, raw_upper)", len(reg.Tools()))
+	}
+
+	cached, err := filepath.Glob(filepath.Join(data, "manifests", "*.json"))
+	if err != nil || len(cached) != 1 {
+		t.Fatalf("describe cache holds %v, want one manifest", cached)
+	}
+	// A second load reads the cached manifest instead of describing again:
+	// corrupt the cache entry's content to prove which one is used.
+	if err := os.WriteFile(cached[0], []byte(`{"tools":[{"name":"from_cache","description":"d","inputSchema":{"type":"object"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg = load()
+	if _, ok := reg.Tool("from_cache"); !ok {
+		t.Error("second load did not use the describe cache")
+	}
+}
