@@ -34,8 +34,10 @@ type fzIn struct {
 	MN    map[string]fzNest2 `json:"mn"`
 	NoTag int
 	Skip  int `json:"-"`
-	Dash  int `json:"-,"`
-	priv  int
+	//lint:ignore SA5008 encoding/json documents "-," as the field named "-"; the fuzz target must cover it
+	Dash int `json:"-,"`
+	//lint:ignore U1000 an unexported field must be ignored by both decoders
+	priv int
 }
 
 type fzNest2 struct {

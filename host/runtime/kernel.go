@@ -205,10 +205,9 @@ var kernelFuncs = map[string]kernelFunc{
 		binary.LittleEndian.PutUint64(k.arena[s[0]:], s[1])
 	}},
 	"config_get": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
-		key := string(k.bytesAt(s[0]))
 		v, ok := "", false
 		if k.opts != nil {
-			v, ok = k.opts.Config[key]
+			v, ok = k.opts.Config[string(k.bytesAt(s[0]))]
 		}
 		if !ok {
 			s[0] = 0

@@ -32,7 +32,7 @@ func init() {
 		Description: description,
 		Annotations: &abi.Annotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}, func(_ *sdk.Call, in Input) (Output, error) {
-		return Output{Text: in.Text}, nil
+		return Output(in), nil
 	})
 }
 

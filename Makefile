@@ -1,0 +1,107 @@
+# plugboard: build, test, lint, benchmark and demo.
+#
+#   make build   bin/plugboard and one dist/plugins/NAME.wasm per folder of plugins/
+#   make demo    build, then inspect and call the first-party plugins end to end
+#   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow)
+#   make lint    gofmt, go vet (native and wasip1), staticcheck
+#   make bench   benchmarks in bench/, output also in dist/bench.txt
+#   make clean   remove bin/ and dist/
+#
+# Only Go is needed; everything else is fetched through the module proxy.
+
+GO        ?= go
+GOROOT_BIN := $(shell $(GO) env GOROOT)/bin
+GOFMT     ?= $(GOROOT_BIN)/gofmt
+# staticcheck module version (v0.7.0 is 2026.1; v0.8.x requires Go 1.26).
+# List versions with: go list -m -versions honnef.co/go/tools
+STATICCHECK_VERSION ?= v0.8.2
+BENCHTIME ?= 1s
+BENCHCOUNT ?= 1
+TESTFLAGS ?=
+PKGS      ?= ./...
+
+# `plugboard plugin build` runs the go command found on PATH: make it $(GO)'s.
+export PATH := $(GOROOT_BIN):$(PATH)
+
+SHELL       := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BIN     := bin/plugboard
+PLUGINS := $(patsubst plugins/%/,%,$(wildcard plugins/*/))
+WASM    := $(PLUGINS:%=dist/plugins/%.wasm)
+
+# gosrc lists the non-test .go files under the given directories.
+gosrc = $(shell find $(1) -name '*.go' ! -name '*_test.go' 2>/dev/null)
+
+HOST_SRC  := $(filter-out build/buildtest/%,$(call gosrc,cmd host abi build)) go.mod go.sum
+GUEST_SRC := $(call gosrc,sdk-guest abi) go.mod go.sum
+
+# Guest packages, also checked for wasip1, where their ABI glue compiles.
+# ./... never matches testdata, so the test plugins are named explicitly.
+GUEST_PKGS := ./sdk-guest/... ./plugins/... ./testdata/plugins/...
+
+# staticcheck is built natively once per version: `go run` would build it for
+# wasip1 when GOOS=wasip1 is set for the guest pass.
+STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
+
+.PHONY: all build test bench demo lint clean
+
+all: build
+
+build: $(BIN) $(WASM)
+
+$(BIN): $(HOST_SRC)
+	$(GO) build -o $@ ./cmd/plugboard
+
+# Each plugin depends on its own sources, the guest SDK, abi and the builder.
+.SECONDEXPANSION:
+dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(GUEST_SRC) $(BIN)
+	$(BIN) plugin build plugins/$* -o $@
+
+# The tests build their own artifacts (build/buildtest), so they pass without
+# `make build` too; building first catches a broken plugin with a clear error.
+test: build
+	$(GO) test -timeout 20m $(TESTFLAGS) $(PKGS)
+	$(GO) vet $(PKGS)
+
+bench:
+	@mkdir -p dist
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... | tee dist/bench.txt
+	@echo "==> benchmark output saved in dist/bench.txt"
+
+demo: build
+	@data=$$(mktemp -d); trap 'rm -rf "$$data"' EXIT; \
+	echo; echo "==> 1. Inspect a plugin: the manifest embedded in echo.wasm, its imports and exports (nothing is compiled)"; \
+	echo "$$ $(BIN) plugin inspect dist/plugins/echo.wasm"; \
+	$(BIN) plugin inspect dist/plugins/echo.wasm; \
+	echo; echo "==> 2. Call the echo tool through the whole pipeline (schema check, sandboxed wasm, result); data dir $$data"; \
+	echo "$$ $(BIN) call echo '{\"text\":\"hello from plugboard\"}' --plugins dist/plugins --data $$data"; \
+	$(BIN) call echo '{"text":"hello from plugboard"}' --plugins dist/plugins --data "$$data"; \
+	echo; echo "==> 3. Call text_diff: progress reports go to stderr, the unified diff comes back as the result"; \
+	echo "$$ $(BIN) call text_diff '{\"old_text\":\"one\\ntwo\\nthree\\n\",\"new_text\":\"one\\n2\\nthree\\nfour\\n\"}' --plugins dist/plugins --data $$data"; \
+	$(BIN) call text_diff '{"old_text":"one\ntwo\nthree\n","new_text":"one\n2\nthree\nfour\n"}' --plugins dist/plugins --data "$$data"; \
+	echo; echo "==> 4. Connect an MCP client: serve over stdio"; \
+	echo "    $(CURDIR)/$(BIN) serve --plugins $(CURDIR)/dist/plugins"; \
+	echo "  e.g. in the client's MCP configuration:"; \
+	echo '    {"mcpServers": {"plugboard": {"command": "$(CURDIR)/$(BIN)", "args": ["serve", "--plugins", "$(CURDIR)/dist/plugins"]}}}'
+
+lint: $(STATICCHECK)
+	@echo "gofmt -l ."; \
+	out=$$($(GOFMT) -l .); \
+	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted (run gofmt -w):"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) vet $(GUEST_PKGS)
+	$(STATICCHECK) ./...
+	@# U1000 is off for wasip1: staticcheck does not see //go:wasmexport
+	@# functions as used, and the native pass already reports unused code.
+	GOOS=wasip1 GOARCH=wasm $(STATICCHECK) -checks inherit,-U1000 $(GUEST_PKGS)
+
+$(STATICCHECK):
+	@mkdir -p $(@D)
+	GOBIN=$(CURDIR)/$(@D)/tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(@D)/tmp/staticcheck $@ && rmdir $(@D)/tmp
+
+clean:
+	rm -rf bin dist
