@@ -179,6 +179,9 @@ func sections(bin []byte) ([]section, error) {
 		if err != nil {
 			return nil, err
 		}
+		if id > 13 {
+			return nil, fmt.Errorf("unknown section id %d at %d", id, start)
+		}
 		size, err := r.u32()
 		if err != nil {
 			return nil, fmt.Errorf("section %d at %d: %w", id, start, err)
@@ -233,7 +236,7 @@ func parseImports(r *reader) ([]Import, error) {
 		}
 		imports = append(imports, imp)
 	}
-	return imports, nil
+	return imports, r.end()
 }
 
 func parseExports(r *reader) ([]Export, error) {
@@ -257,7 +260,7 @@ func parseExports(r *reader) ([]Export, error) {
 		}
 		exports = append(exports, exp)
 	}
-	return exports, nil
+	return exports, r.end()
 }
 
 var errTruncated = errors.New("truncated")
@@ -265,6 +268,14 @@ var errTruncated = errors.New("truncated")
 type reader struct {
 	b   []byte
 	off int
+}
+
+// end reports bytes left over after a section's last entry.
+func (r *reader) end() error {
+	if r.off != len(r.b) {
+		return fmt.Errorf("%d unexpected bytes after the last entry", len(r.b)-r.off)
+	}
+	return nil
 }
 
 func (r *reader) byte() (byte, error) {
