@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/plugboard/plugboard/abi/jsonscan"
 )
 
 // This file is the fast path of argument (and call-context) decoding.
@@ -155,27 +157,27 @@ func plainTagName(s string) bool {
 // p's type). It returns false when encoding/json must decode data instead;
 // v may then hold part of the data.
 func (p *plan) decodeFast(data []byte, v reflect.Value) bool {
-	d := parser{b: data}
-	d.ws()
-	if d.i >= len(d.b) || d.b[d.i] != '{' {
+	d := parser{jsonscan.Parser{B: data}}
+	d.WS()
+	if d.I >= len(d.B) || d.B[d.I] != '{' {
 		return false
 	}
 	if err := d.decodeObject(p, v); err != nil {
 		return false
 	}
-	d.ws()
-	return d.i == len(d.b)
+	d.WS()
+	return d.I == len(d.B)
 }
 
-// decodeObject decodes the object at d.i into v.
+// decodeObject decodes the object at d.I into v.
 func (d *parser) decodeObject(p *plan, v reflect.Value) error {
-	ok, err := d.object(func(key []byte) (bool, error) {
+	ok, err := d.Object(func(key []byte) (bool, error) {
 		f := p.fields[string(key)]
 		if f == nil {
 			if !p.skipUnknown || foldsTo(key, p.names...) {
 				return false, errFallback
 			}
-			return true, d.skip()
+			return true, d.Skip()
 		}
 		return true, d.decodeField(f, v.Field(f.index))
 	})
@@ -187,13 +189,13 @@ func (d *parser) decodeObject(p *plan, v reflect.Value) error {
 
 func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
 	if f.kind == kindOther {
-		start := d.i
-		if err := d.skip(); err != nil {
+		start := d.I
+		if err := d.Skip(); err != nil {
 			return err
 		}
-		return decodeStrict(d.b[start:d.i], v.Addr().Interface())
+		return decodeStrict(d.B[start:d.I], v.Addr().Interface())
 	}
-	if d.literal("null") {
+	if d.Literal("null") {
 		// encoding/json: null clears a pointer and leaves other values of
 		// these kinds alone.
 		if f.ptr {
@@ -207,15 +209,15 @@ func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
 		}
 		v = v.Elem()
 	}
-	if d.i >= len(d.b) {
+	if d.I >= len(d.B) {
 		return errFallback
 	}
 	switch f.kind {
 	case kindString:
-		if d.b[d.i] != '"' {
+		if d.B[d.I] != '"' {
 			return errFallback
 		}
-		s, plain, err := d.str()
+		s, plain, err := d.Str()
 		if err != nil {
 			return err
 		}
@@ -225,25 +227,25 @@ func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
 		v.SetString(string(s))
 	case kindBool:
 		switch {
-		case d.literal("true"):
+		case d.Literal("true"):
 			v.SetBool(true)
-		case d.literal("false"):
+		case d.Literal("false"):
 			v.SetBool(false)
 		default:
 			return errFallback
 		}
 	case kindInt, kindUint, kindFloat:
-		c := d.b[d.i]
+		c := d.B[d.I]
 		if c != '-' && (c < '0' || c > '9') {
 			return errFallback
 		}
-		start := d.i
-		if err := d.number(); err != nil {
+		start := d.I
+		if err := d.Number(); err != nil {
 			return err
 		}
-		return setNumber(f.kind, string(d.b[start:d.i]), v)
+		return setNumber(f.kind, string(d.B[start:d.I]), v)
 	case kindStruct:
-		if d.b[d.i] != '{' {
+		if d.B[d.I] != '{' {
 			return errFallback
 		}
 		return d.decodeObject(f.sub, v)

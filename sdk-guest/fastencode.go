@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/plugboard/plugboard/abi/jsonscan"
 )
 
 // This file is the fast path of result encoding, the counterpart of
@@ -271,5 +273,5 @@ func load64(s string, i int) uint64 {
 // '"', '\\', a control character or a non-ASCII byte.
 func specialOrHighIn8(x uint64) bool {
 	const highs = 0x8080808080808080
-	return specialIn8(x) || x&highs != 0
+	return jsonscan.SpecialIn8(x) || x&highs != 0
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
+
+	"github.com/plugboard/plugboard/abi/jsonscan"
 )
 
 var requestSeeds = []string{
@@ -99,9 +101,9 @@ func TestParseRequestMatchesEncodingJSON(t *testing.T) {
 	for _, s := range requestSeeds {
 		checkParseRequest(t, []byte(s))
 	}
-	deep := strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1)
+	deep := strings.Repeat("[", jsonscan.MaxDepth+1) + strings.Repeat("]", jsonscan.MaxDepth+1)
 	checkParseRequest(t, []byte(`{"params":{"arguments":`+deep+`}}`))
-	ok := strings.Repeat("[", maxDepth-3) + strings.Repeat("]", maxDepth-3)
+	ok := strings.Repeat("[", jsonscan.MaxDepth-3) + strings.Repeat("]", jsonscan.MaxDepth-3)
 	checkParseRequest(t, []byte(`{"params":{"arguments":`+ok+`}}`))
 }
 
@@ -130,8 +132,8 @@ func TestSpecialIn8(t *testing.T) {
 				for _, x := range b {
 					want = want || special(x)
 				}
-				if got := specialIn8(binary.LittleEndian.Uint64(b[:])); got != want {
-					t.Fatalf("specialIn8(%q) = %v, want %v", b, got, want)
+				if got := jsonscan.SpecialIn8(binary.LittleEndian.Uint64(b[:])); got != want {
+					t.Fatalf("jsonscan.SpecialIn8(%q) = %v, want %v", b, got, want)
 				}
 			}
 		}

@@ -10,11 +10,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/jsonscan"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
 	"github.com/plugboard/plugboard/host/schema"
@@ -171,8 +174,8 @@ func encodeRequest(ctx context.Context, req Request) ([]byte, error) {
 }
 
 func decodeResult(tool registry.Tool, out []byte) *Result {
-	var cr abi.CallResult
-	if err := json.Unmarshal(out, &cr); err != nil {
+	cr, compact, err := scanResult(out)
+	if err != nil {
 		env := abi.NewEnvelope(abi.CodePluginFailed,
 			fmt.Sprintf("plugin %s returned output that is not a CallToolResult: %v", tool.Plugin.Name(), err),
 			"report it to the plugin's authors")
@@ -193,20 +196,95 @@ func decodeResult(tool registry.Tool, out []byte) *Result {
 	}
 	res := &Result{Content: cr.Content}
 	if len(cr.StructuredContent) > 0 {
-		var buf bytes.Buffer
-		buf.Grow(len(cr.StructuredContent))
-		if err := json.Compact(&buf, cr.StructuredContent); err != nil {
-			return failed(abi.NewEnvelope(abi.CodePluginFailed, "structuredContent is not valid JSON: "+err.Error(), "report it to the plugin's authors"))
+		res.Structured = cr.StructuredContent
+		if !compact {
+			var buf bytes.Buffer
+			buf.Grow(len(cr.StructuredContent))
+			if err := json.Compact(&buf, cr.StructuredContent); err != nil {
+				return failed(abi.NewEnvelope(abi.CodePluginFailed, "structuredContent is not valid JSON: "+err.Error(), "report it to the plugin's authors"))
+			}
+			res.Structured = buf.Bytes()
 		}
-		res.Structured = buf.Bytes()
 		if len(res.Content) == 0 {
-			res.Content = []abi.Content{{Type: "text", Text: buf.String()}}
+			res.Content = []abi.Content{{Type: "text", Text: string(res.Structured)}}
 		}
 	}
 	if len(res.Content) == 0 {
 		res.Content = []abi.Content{{Type: "text", Text: ""}}
 	}
 	return res
+}
+
+// scanResult reads a CallToolResult in one validating pass, taking
+// structuredContent as a raw span of out (compact reports that it holds no
+// insignificant whitespace) and decoding only the content array, which the
+// SDK leaves empty. Keys with escapes fall back to encoding/json.
+func scanResult(out []byte) (cr abi.CallResult, compact bool, err error) {
+	p := jsonscan.Parser{B: out}
+	p.WS()
+	if p.I >= len(out) || out[p.I] != '{' {
+		err = json.Unmarshal(out, &cr)
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		return cr, false, err
+	}
+	var content []byte
+	compact = true
+	ok, err := p.Object(func(key []byte) (bool, error) {
+		start := p.I
+		switch string(key) {
+		case "structuredContent":
+			p.Spaced = false
+			err := p.Skip()
+			if span := out[start:p.I]; string(span) != "null" {
+				cr.StructuredContent, compact = span, !p.Spaced
+			}
+			return true, err
+		case "content":
+			err := p.Skip()
+			content = out[start:p.I]
+			return true, err
+		case "isError":
+			switch {
+			case p.Literal("true"):
+				cr.IsError = true
+				return true, nil
+			case p.Literal("false"), p.Literal("null"):
+				return true, nil
+			}
+			return false, p.Skip() // not a boolean: let encoding/json explain
+		}
+		// _meta and later additions are ignored; a case variant of a known
+		// key is matched by encoding/json, so it takes the fallback.
+		for _, known := range []string{"structuredContent", "content", "isError"} {
+			if strings.EqualFold(string(key), known) {
+				return false, p.Skip()
+			}
+		}
+		return true, p.Skip()
+	})
+	if err == nil {
+		p.WS()
+		if p.I != len(out) {
+			err = p.Fail()
+		}
+	}
+	if err != nil {
+		return cr, false, err
+	}
+	if !ok {
+		cr = abi.CallResult{}
+		err = json.Unmarshal(out, &cr)
+		if string(cr.StructuredContent) == "null" {
+			cr.StructuredContent = nil
+		}
+		return cr, false, err
+	}
+	if len(content) > 0 && string(content) != "null" {
+		err = json.Unmarshal(content, &cr.Content)
+	}
+	return cr, compact, err
 }
 
 // pluginEnvelope reads the envelope of an isError result. A plugin that
