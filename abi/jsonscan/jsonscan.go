@@ -21,6 +21,8 @@ type Parser struct {
 	// while it stayed false is already compact.
 	Spaced bool
 	depth  int
+	// fallback is set by Decode on input it hands to encoding/json.
+	fallback bool
 }
 
 // ErrSyntax is the parser's one error, reported with the offset.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/jsonscan"
 )
 
 // Validator checks arguments of one tool.
@@ -59,7 +60,8 @@ func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
 	}
 	var instance any = map[string]any{}
 	if len(args) > 0 && string(args) != "null" {
-		if err := json.Unmarshal(args, &instance); err != nil {
+		var err error
+		if instance, err = jsonscan.Decode(args); err != nil {
 			return v.envelope(abi.CodeInvalidArgument, "", "arguments are not valid JSON: "+err.Error(),
 				"send arguments as a JSON object matching the tool's inputSchema")
 		}
