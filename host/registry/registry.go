@@ -163,19 +163,21 @@ func (r *Registry) add(p *Plugin, log *slog.Logger) {
 }
 
 func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	p := &Plugin{Path: path, engine: opts.Engine}
-	raw, found, err := wasmfile.CustomSection(wasm, abi.ManifestSection)
+	raw, found, err := manifestSection(path)
 	if err != nil {
 		return nil, fmt.Errorf("not a loadable WebAssembly module: %w", err)
 	}
 	if found {
 		p.FromSection = true
-	} else if raw, err = describeCached(ctx, path, wasm, opts); err != nil {
-		return nil, err
+	} else {
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if raw, err = describeCached(ctx, path, wasm, opts); err != nil {
+			return nil, err
+		}
 	}
 	if err := json.Unmarshal(raw, &p.Manifest); err != nil {
 		return nil, fmt.Errorf("manifest is not valid JSON: %w", err)
@@ -187,6 +189,21 @@ func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
 		return nil, fmt.Errorf("invalid manifest: %w", err)
 	}
 	return p, nil
+}
+
+// manifestSection reads the embedded manifest, touching only section
+// headers and the section itself, so start-up does not grow with module size.
+func manifestSection(path string) ([]byte, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	return wasmfile.ReadCustomSection(f, st.Size(), abi.ManifestSection)
 }
 
 // describeCached returns the describe output of a module without an

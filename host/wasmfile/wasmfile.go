@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 )
 
 var magic = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
@@ -342,4 +343,54 @@ func appendULEB(b []byte, v uint64) []byte {
 		}
 		return append(b, c)
 	}
+}
+
+// ReadCustomSection finds the named custom section by reading only section
+// headers from r (size bytes long), then that section's content: a host
+// listing plugins need not read whole modules.
+func ReadCustomSection(r io.ReaderAt, size int64, name string) ([]byte, bool, error) {
+	head := make([]byte, len(magic))
+	if _, err := r.ReadAt(head, 0); err != nil || !bytes.Equal(head, magic) {
+		return nil, false, ErrNotWasm
+	}
+	var (
+		found []byte
+		ok    bool
+		buf   [5 + 5 + 256]byte // id, size, and a name of up to 256 bytes with its length
+	)
+	for off := int64(len(magic)); off < size; {
+		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, false, err
+		}
+		hr := &reader{b: buf[:n]}
+		id, err := hr.byte()
+		if err != nil {
+			return nil, false, err
+		}
+		if id > 13 {
+			return nil, false, fmt.Errorf("unknown section id %d at %d", id, off)
+		}
+		secSize, err := hr.u32()
+		if err != nil {
+			return nil, false, fmt.Errorf("section %d at %d: %w", id, off, err)
+		}
+		payload := off + int64(hr.off)
+		end := payload + int64(secSize)
+		if end > size {
+			return nil, false, fmt.Errorf("section %d at %d: size %d runs past the end of the file", id, off, secSize)
+		}
+		if id == sectionCustom {
+			nameStart := hr.off
+			if n, err := hr.name(); err == nil && n == name {
+				content := make([]byte, end-(payload+int64(hr.off-nameStart)))
+				if _, err := r.ReadAt(content, end-int64(len(content))); err != nil {
+					return nil, false, err
+				}
+				found, ok = content, true
+			}
+		}
+		off = end
+	}
+	return found, ok, nil
 }

@@ -154,3 +154,20 @@ func TestParseRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+func TestReadCustomSectionAgreesWithCustomSection(t *testing.T) {
+	bin, err := SetCustomSection(testModule(), "plugboard.manifest", bytes.Repeat([]byte("m"), 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"plugboard.manifest", "plugboard.test", "absent"} {
+		want, wantOK, _ := CustomSection(bin, name)
+		got, ok, err := ReadCustomSection(bytes.NewReader(bin), int64(len(bin)), name)
+		if err != nil || ok != wantOK || !bytes.Equal(got, want) {
+			t.Errorf("%s: got %q %v %v, want %q %v", name, got, ok, err, want, wantOK)
+		}
+	}
+	if _, _, err := ReadCustomSection(bytes.NewReader(bin[:len(bin)-3]), int64(len(bin)-3), "x"); err == nil {
+		t.Error("a truncated module was accepted")
+	}
+}
