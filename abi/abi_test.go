@@ -1,0 +1,70 @@
+package abi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCodeRegistry(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Codes {
+		if seen[c.Code] {
+			t.Errorf("code %s registered twice", c.Code)
+		}
+		seen[c.Code] = true
+		if c.Meaning == "" || (c.Origin != "spec" && c.Origin != "host") {
+			t.Errorf("code %s: meaning %q, origin %q", c.Code, c.Meaning, c.Origin)
+		}
+		if strings.ToLower(c.Code) != c.Code || strings.ContainsAny(c.Code, " -") {
+			t.Errorf("code %s is not snake_case", c.Code)
+		}
+	}
+	for _, want := range []string{CodePluginTimeout, CodeRequestInProgress, CodeNoSessionYet} {
+		if info, _ := Lookup(want); !info.Retryable {
+			t.Errorf("%s must be retryable", want)
+		}
+	}
+	env := NewEnvelope(CodePluginTimeout, "m", "h")
+	if !env.Retryable || env.Code != CodePluginTimeout {
+		t.Errorf("NewEnvelope did not take retryable from the registry: %+v", env)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("NewEnvelope accepted an unregistered code")
+		}
+	}()
+	NewEnvelope("made_up", "m", "h")
+}
+
+func TestManifestValidate(t *testing.T) {
+	good := Manifest{ABI: Version, Plugin: PluginInfo{Name: "p"}, Tools: []Tool{{
+		Name: "t", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`),
+	}}}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("valid manifest refused: %v", err)
+	}
+	bad := []struct {
+		name   string
+		mutate func(*Manifest)
+		want   string
+	}{
+		{"future abi", func(m *Manifest) { m.ABI = Version + 1 }, "abi"},
+		{"no tools", func(m *Manifest) { m.Tools = nil }, "no tools"},
+		{"bad name", func(m *Manifest) { m.Tools[0].Name = "has space" }, "name"},
+		{"duplicate", func(m *Manifest) { m.Tools = append(m.Tools, m.Tools[0]) }, "twice"},
+		{"no description", func(m *Manifest) { m.Tools[0].Description = "" }, "description"},
+		{"array schema", func(m *Manifest) { m.Tools[0].InputSchema = json.RawMessage(`{"type":"array"}`) }, "object"},
+		{"broken schema", func(m *Manifest) { m.Tools[0].InputSchema = json.RawMessage(`{`) }, "inputSchema"},
+		{"empty key field", func(m *Manifest) { m.Tools[0].Idempotency = &Idempotency{} }, "key_field"},
+	}
+	for _, c := range bad {
+		m := good
+		m.Tools = append([]Tool(nil), good.Tools...)
+		c.mutate(&m)
+		err := m.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Validate() = %v, want an error mentioning %q", c.name, err, c.want)
+		}
+	}
+}
