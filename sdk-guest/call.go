@@ -262,38 +262,8 @@ func appendResult(v any, plan *encPlan, isError, withText bool) ([]byte, error) 
 	}
 	if withText {
 		b = append(b, contentPrefix...)
-		b = appendJSONString(b, b[start:end])
+		b = appendString(b, string(b[start:end]))
 		b = append(b, contentSuffix...)
 	}
 	return append(b, '}'), nil
-}
-
-// appendJSONString appends s as a JSON string. s is JSON produced by
-// encoding/json, hence valid UTF-8.
-func appendJSONString(dst, s []byte) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	last := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[last:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		last = i + 1
-	}
-	dst = append(dst, s[last:]...)
-	return append(dst, '"')
 }

@@ -367,12 +367,12 @@ func TestCallEdgeCases(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
+func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", `"q" \ /`, "nl\nCR\rtab\t\x00\x1f\x7f", "é ☃ 😀 \u2028"} {
-		got := appendJSONString(nil, []byte(s))
+		got := appendString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil || back != s {
-			t.Errorf("appendJSONString(%q) = %s, decodes to %q (%v)", s, got, back, err)
+			t.Errorf("appendString(%q) = %s, decodes to %q (%v)", s, got, back, err)
 		}
 	}
 }

@@ -95,36 +95,11 @@ func (p *Parser) stringValue() (any, error) {
 }
 
 func (p *Parser) arrayValue() (any, error) {
-	if p.depth++; p.depth > MaxDepth {
-		return nil, p.Fail()
-	}
-	defer func() { p.depth-- }()
-	p.I++ // '['
-	p.WS()
 	out := []any{}
-	if p.I < len(p.B) && p.B[p.I] == ']' {
-		p.I++
-		return out, nil
-	}
-	for {
+	err := p.Elements(func() error {
 		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
 		out = append(out, v)
-		p.WS()
-		if p.I >= len(p.B) {
-			return nil, p.Fail()
-		}
-		switch p.B[p.I] {
-		case ',':
-			p.I++
-			p.WS()
-		case ']':
-			p.I++
-			return out, nil
-		default:
-			return nil, p.Fail()
-		}
-	}
+		return err
+	})
+	return out, err
 }

@@ -198,7 +198,11 @@ func (p *Parser) Skip() error {
 }
 
 // Array validates and consumes an array at p.I (which holds '[').
-func (p *Parser) Array() error {
+func (p *Parser) Array() error { return p.Elements(p.Skip) }
+
+// Elements consumes an array at p.I (which holds '['), calling elem with
+// p.I at each element; elem must consume it.
+func (p *Parser) Elements(elem func() error) error {
 	if p.depth++; p.depth > MaxDepth {
 		return p.Fail()
 	}
@@ -210,7 +214,7 @@ func (p *Parser) Array() error {
 		return nil
 	}
 	for {
-		if err := p.Skip(); err != nil {
+		if err := elem(); err != nil {
 			return err
 		}
 		p.WS()
