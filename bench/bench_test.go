@@ -323,7 +323,11 @@ func BenchmarkStdioEcho(b *testing.B) {
 	}{
 		{"plugboard", func(b *testing.B) []string {
 			dir, _ := buildtest.Plugins(b, "plugins/echo")
-			return []string{buildtest.Binary(b), "serve", "--plugins", dir, "--data", b.TempDir()}
+			args := []string{buildtest.Binary(b), "serve", "--plugins", dir, "--data", b.TempDir()}
+			if p := os.Getenv("PLUGBOARD_BENCH_CPU_PROFILE"); p != "" {
+				args = append(args, "--cpu-profile", p)
+			}
+			return args
 		}},
 		{"native-go-sdk", func(b *testing.B) []string {
 			return []string{nativeEchoBinary(b)}
