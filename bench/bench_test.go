@@ -648,3 +648,53 @@ func TestNativeEcho(t *testing.T) {
 	}
 	checkEchoOutput(t, out)
 }
+
+// cacheFlusher is larger than the last-level cache of the machines this
+// runs on; writing one byte per cache line of it evicts what a call left.
+var cacheFlusher = make([]byte, 32<<20)
+
+func flushCaches() {
+	for i := 0; i < len(cacheFlusher); i += 64 {
+		cacheFlusher[i]++
+	}
+}
+
+// BenchmarkEchoColdCache is BenchmarkEcho's plugin call and native handler
+// with the CPU caches flushed before every call (outside the timed part), as
+// they are in a server where the JSON-RPC layer runs between two calls. It
+// explains most of the stdio gap of BenchmarkStdioEcho: the sandboxed call
+// touches far more code and memory than the native handler.
+func BenchmarkEchoColdCache(b *testing.B) {
+	ctx := context.Background()
+	reg, _ := echoRegistry(b)
+	tool, _ := reg.Tool("echo")
+	p, err := tool.Plugin.Runtime(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		call func() ([]byte, error)
+	}{
+		{"plugboard-runtime", func() ([]byte, error) {
+			return p.Call(ctx, abi.ExportCall, echoInput, runtime.CallOptions{})
+		}},
+		{"native-go", func() ([]byte, error) { return nativeEcho(echoInput) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			out, err := c.call()
+			if err != nil {
+				b.Fatal(err)
+			}
+			checkEchoOutput(b, out)
+			for b.Loop() {
+				b.StopTimer()
+				flushCaches()
+				b.StartTimer()
+				if _, err := c.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
