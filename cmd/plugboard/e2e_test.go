@@ -24,7 +24,7 @@ import (
 var allPlugins = []string{
 	"plugins/echo", "plugins/textdiff",
 	"testdata/plugins/loop", "testdata/plugins/hog", "testdata/plugins/crash",
-	"testdata/plugins/sleepy", "testdata/plugins/rawpdk",
+	"testdata/plugins/sleepy", "testdata/plugins/rawpdk", "testdata/plugins/misbehave",
 }
 
 type server struct {
@@ -160,7 +160,7 @@ func TestEndToEnd(t *testing.T) {
 		for _, tool := range res.Tools {
 			got[tool.Name] = tool
 		}
-		for _, want := range []string{"echo", "text_diff", "spin", "hog", "crash", "sleep", "raw_upper"} {
+		for _, want := range []string{"echo", "text_diff", "spin", "hog", "crash", "sleep", "raw_upper", "garbage"} {
 			if got[want] == nil {
 				t.Errorf("tools/list lacks %s (has %v)", want, keys(got))
 			}
@@ -300,6 +300,29 @@ func TestEndToEnd(t *testing.T) {
 		if res.IsError || text(res) != "SHOUT" {
 			t.Errorf("raw_upper: isError=%v text=%q", res.IsError, text(res))
 		}
+	})
+
+	t.Run("misbehaving output becomes envelopes", func(t *testing.T) {
+		cases := []struct{ tool, code, inMessage string }{
+			{"garbage", abi.CodePluginFailed, "not a CallToolResult"},
+			{"oversize", abi.CodeResourceExhausted, "output"},
+			{"text_error", abi.CodeToolError, "the frobnicator is offline"},
+			{"status_error", abi.CodePluginFailed, "refusing on purpose"},
+		}
+		for _, c := range cases {
+			env := envelopeOf(t, srv.call(t, ctx, c.tool, map[string]any{}))
+			if env.Code != c.code || !strings.Contains(env.Message, c.inMessage) || env.Hint == "" {
+				t.Errorf("%s: got %+v, want %s mentioning %q with a hint", c.tool, env, c.code, c.inMessage)
+			}
+		}
+		// 12 MB on stderr: captured and bounded, and the answer still arrives.
+		var out struct{ OK bool }
+		structured(t, srv.call(t, ctx, "noisy", map[string]any{}), &out)
+		if !out.OK {
+			t.Error("noisy did not answer")
+		}
+		var echo struct{ Text string }
+		structured(t, srv.call(t, ctx, "echo", map[string]any{"text": "unharmed"}), &echo)
 	})
 
 	t.Run("progress reaches the client", func(t *testing.T) {

@@ -73,8 +73,11 @@ func (k *kernel) exceed(what string, got, limit int) {
 }
 
 func (k *kernel) alloc(n uint64, cfg *Config) uint64 {
+	// A block carries either the output or a host-call payload, so the larger
+	// of the two caps bounds it; go-pdk allocates the whole output at once,
+	// so this is where an oversized answer is caught.
 	if n > uint64(cfg.MaxHostCallBytes) && n > uint64(cfg.MaxOutputBytes) {
-		k.exceed("host block", int(min(n, 1<<62)), max(cfg.MaxHostCallBytes, cfg.MaxOutputBytes))
+		k.exceed("output", int(min(n, 1<<62)), max(cfg.MaxHostCallBytes, cfg.MaxOutputBytes))
 	}
 	off := uint64(len(k.arena)+7) &^ 7
 	end := off + n
