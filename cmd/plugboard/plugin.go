@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,7 @@ type inspection struct {
 	Capabilities   []string       `json:"capabilities"`
 	CustomSections map[string]int `json:"custom_sections"`
 	Problems       []string       `json:"problems,omitempty"`
+	imports        []wasmfile.Import
 }
 
 func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -85,6 +87,7 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	sum := sha256.Sum256(wasm)
 	in := inspection{File: path, SizeBytes: len(wasm), SHA256: hex.EncodeToString(sum[:]), CustomSections: map[string]int{}}
+	in.imports = info.Imports
 	for _, imp := range info.Imports {
 		in.Imports = append(in.Imports, fmt.Sprintf("%s.%s (%s)", imp.Module, imp.Name, imp.Kind))
 		if imp.Module != abi.ExtismModule && imp.Module != abi.HostModule && imp.Module != abi.WASIModule {
@@ -155,11 +158,41 @@ func printInspection(w io.Writer, in *inspection) {
 			fmt.Fprintf(w, "  %-20s %s\n", t.Name, first)
 		}
 	}
-	fmt.Fprintf(w, "imports:      %s\n", orNone(in.Imports))
+	fmt.Fprintln(w, "imports:")
+	for _, group := range groupImports(in.imports) {
+		fmt.Fprintf(w, "  %-22s %s\n", group.module, strings.Join(group.names, ", "))
+	}
 	fmt.Fprintf(w, "exports:      %s\n", orNone(in.Exports))
 	for _, p := range in.Problems {
 		fmt.Fprintf(w, "PROBLEM:      %s\n", p)
 	}
+}
+
+type importGroup struct {
+	module string
+	names  []string
+}
+
+// groupImports lists function imports by module, in first-seen order.
+func groupImports(imports []wasmfile.Import) []importGroup {
+	var groups []importGroup
+	index := map[string]int{}
+	for _, imp := range imports {
+		i, ok := index[imp.Module]
+		if !ok {
+			i = len(groups)
+			index[imp.Module] = i
+			groups = append(groups, importGroup{module: imp.Module})
+		}
+		name := imp.Name
+		if imp.Kind != wasmfile.KindFunc {
+			name += " (" + imp.Kind.String() + ")"
+		}
+		if !slices.Contains(groups[i].names, name) {
+			groups[i].names = append(groups[i].names, name)
+		}
+	}
+	return groups
 }
 
 func orNone(s []string) string {
