@@ -107,7 +107,18 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data}, nil
 }
 
+// close waits up to shutdownGrace for calls in flight (their contexts are
+// cancelled by then, so they stop at their next loop check), then releases
+// the engine. If calls are still running, the engine is left to the process
+// exit: closing it would unmap memory a guest is still using.
 func (h *host) close(ctx context.Context) {
-	h.registry.Close(ctx)
+	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
+	defer cancel()
+	if err := h.registry.Close(ctx); err != nil {
+		h.log.Warn("plugin calls still running at shutdown; leaving them to the process exit", "err", err)
+		return
+	}
 	_ = h.engine.Close(ctx)
 }
+
+const shutdownGrace = 10 * time.Second

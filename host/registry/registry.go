@@ -306,13 +306,19 @@ func (r *Registry) Warm(ctx context.Context, parallel int, log *slog.Logger) {
 	}
 }
 
-// Close releases every compiled plugin.
-func (r *Registry) Close(ctx context.Context) {
+// Close releases every compiled plugin, waiting until ctx ends for calls in
+// flight. It returns runtime.ErrBusy if some were still running, in which
+// case the engine must be left open (the process is usually exiting).
+func (r *Registry) Close(ctx context.Context) error {
+	var busy error
 	for _, p := range r.plugins {
 		// Do waits for a compilation in flight, so rt is safe to read after.
 		p.once.Do(func() { p.err = errors.New("plugin registry closed") })
 		if p.rt != nil {
-			_ = p.rt.Close(ctx)
+			if err := p.rt.Close(ctx); errors.Is(err, runtime.ErrBusy) {
+				busy = err
+			}
 		}
 	}
+	return busy
 }

@@ -171,11 +171,25 @@ func (p *Plugin) Warm(ctx context.Context) error {
 	return nil
 }
 
-// Close discards idle instances and the compiled code. Calls still running
-// finish on their instances, which are then discarded.
+// ErrBusy reports a Close that gave up waiting for calls in flight.
+var ErrBusy = errors.New("plugin calls still running")
+
+// Close waits for calls in flight to finish (until ctx is done), then
+// discards the idle instances and the compiled code; later calls wait for an
+// instance until their own context ends. It returns ErrBusy if calls were
+// still running when ctx ended: their instances' memory is still in use, so
+// the caller must not close the Engine.
 func (p *Plugin) Close(ctx context.Context) error {
 	var err error
 	p.closeOnce.Do(func() {
+		for range cap(p.slots) {
+			select {
+			case p.slots <- struct{}{}:
+			case <-ctx.Done():
+				err = ErrBusy
+				return
+			}
+		}
 		for {
 			select {
 			case inst := <-p.idle:

@@ -132,6 +132,47 @@ func TestRuntime(t *testing.T) {
 		<-done
 	})
 
+	t.Run("close waits for calls in flight", func(t *testing.T) {
+		loop := compile(t, e, wasm["loop"])
+		_ = loop.Warm(ctx)
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := loop.Call(cctx, abi.ExportCall, request("spin", `{}`), runtime.CallOptions{})
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancelShort()
+		if err := loop.Close(short); !errors.Is(err, runtime.ErrBusy) {
+			t.Fatalf("Close during a call = %v, want ErrBusy", err)
+		}
+		<-done
+		// closeOnce was spent by the busy attempt: a second plugin shows the
+		// waiting path end to end.
+		loop2 := compile(t, e, wasm["loop"])
+		_ = loop2.Warm(ctx)
+		go func() {
+			_, err := loop2.Call(cctx, abi.ExportCall, request("spin", `{}`), runtime.CallOptions{})
+			done <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		long, cancelLong := context.WithTimeout(ctx, 5*time.Second)
+		defer cancelLong()
+		if err := loop2.Close(long); err != nil {
+			t.Fatalf("Close after the call's deadline = %v", err)
+		}
+		select {
+		case err := <-done:
+			if env := envelope(t, err); env.Code != abi.CodePluginTimeout {
+				t.Errorf("in-flight call: %+v", env)
+			}
+		default:
+			t.Error("Close returned while the call was still running")
+		}
+	})
+
 	t.Run("memory cap", func(t *testing.T) {
 		hog := compile(t, e, wasm["hog"])
 		_, err := hog.Call(ctx, abi.ExportCall, request("hog", `{}`), runtime.CallOptions{})
