@@ -23,6 +23,7 @@ import (
 	"github.com/plugboard/plugboard/host/dispatch"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/wasmfile"
 )
 
 // Every figure is a ratio between paths measured side by side in one run
@@ -697,4 +698,59 @@ func BenchmarkEchoColdCache(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLoad splits a first call with a warm disk cache into its phases
+// for the echo module: instrumenting the module (done on every load),
+// Engine.Compile with the compiled code already cached (instrumenting,
+// wazero's decoding and validation, reading the cache), and that plus
+// instantiation and one call.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	_, wasm := buildtest.Plugins(b, "plugins/echo")
+	bin, err := os.ReadFile(wasm["echo"])
+	if err != nil {
+		b.Fatal(err)
+	}
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = engine.Close(ctx) })
+	warm, err := engine.Compile(ctx, "echo", bin, nil) // populates the cache
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = warm.Close(ctx)
+
+	b.Run("instrument", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := wasmfile.Instrument(bin); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("compile-cached", func(b *testing.B) {
+		for b.Loop() {
+			p, err := engine.Compile(ctx, "echo", bin, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = p.Close(ctx)
+		}
+	})
+	b.Run("compile-cached+instantiate+call", func(b *testing.B) {
+		for b.Loop() {
+			p, err := engine.Compile(ctx, "echo", bin, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := p.Call(ctx, abi.ExportCall, echoInput, runtime.CallOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			checkEchoOutput(b, out)
+			_ = p.Close(ctx)
+		}
+	})
 }
