@@ -1,0 +1,14 @@
+// Package store owns the task board's durable state: one SQLite database
+// (modernc.org/sqlite, WAL, foreign keys on) holding projects, repos, tasks,
+// attempts, sessions, execution processes, their log entries and turns, the
+// follow-up queue and idempotency records, with versioned migrations.
+//
+// It knows the schema and the queries, and the small invariants a query can
+// keep (dense log indexes, one queued message per session, ordering of
+// "latest"). It must not run git, spawn processes or decide workflow: the
+// board package does that and calls in here.
+//
+// Every id is a UUIDv4 string. Every timestamp is RFC3339 UTC with a fixed
+// six-digit fraction, so text order equals time order and "ORDER BY
+// created_at" needs no parsing.
+package store

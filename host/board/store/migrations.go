@@ -1,0 +1,132 @@
+package store
+
+// migrations are applied in order, each once, each in its own transaction;
+// schema_migrations records which ran. Never edit a released migration:
+// append a new one.
+var migrations = []string{
+	// 1: the board.
+	`
+CREATE TABLE projects (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL UNIQUE,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+CREATE TABLE repos (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	path       TEXT NOT NULL UNIQUE,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+CREATE TABLE project_repos (
+	project_id     TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	repo_id        TEXT NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+	target_branch  TEXT NOT NULL,
+	setup_script   TEXT NOT NULL DEFAULT '',
+	cleanup_script TEXT NOT NULL DEFAULT '',
+	created_at     TEXT NOT NULL,
+	PRIMARY KEY (project_id, repo_id)
+);
+CREATE INDEX project_repos_repo ON project_repos(repo_id);
+CREATE TABLE tasks (
+	id          TEXT PRIMARY KEY,
+	project_id  TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+	title       TEXT NOT NULL,
+	description TEXT NOT NULL DEFAULT '',
+	status      TEXT NOT NULL CHECK (status IN ('todo','inprogress','inreview','done','cancelled')),
+	created_at  TEXT NOT NULL,
+	updated_at  TEXT NOT NULL
+);
+CREATE INDEX tasks_project ON tasks(project_id, created_at DESC, id);
+CREATE TABLE attempts (
+	id         TEXT PRIMARY KEY,
+	task_id    TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+	branch     TEXT NOT NULL,
+	executor   TEXT NOT NULL,
+	variant    TEXT NOT NULL,
+	dir        TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+CREATE INDEX attempts_task ON attempts(task_id, created_at DESC, id);
+CREATE TABLE attempt_repos (
+	attempt_id     TEXT NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+	repo_id        TEXT NOT NULL REFERENCES repos(id),
+	repo_name      TEXT NOT NULL,
+	worktree_dir   TEXT NOT NULL,
+	target_branch  TEXT NOT NULL,
+	base_commit    TEXT NOT NULL,
+	setup_script   TEXT NOT NULL DEFAULT '',
+	cleanup_script TEXT NOT NULL DEFAULT '',
+	position       INTEGER NOT NULL,
+	PRIMARY KEY (attempt_id, repo_id)
+);
+CREATE INDEX attempt_repos_repo ON attempt_repos(repo_id);
+CREATE TABLE sessions (
+	id               TEXT PRIMARY KEY,
+	attempt_id       TEXT NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+	executor         TEXT NOT NULL,
+	variant          TEXT NOT NULL,
+	agent_session_id TEXT NOT NULL DEFAULT '',
+	created_at       TEXT NOT NULL,
+	updated_at       TEXT NOT NULL
+);
+CREATE INDEX sessions_attempt ON sessions(attempt_id, created_at DESC, id);
+CREATE TABLE execution_processes (
+	id           TEXT PRIMARY KEY,
+	attempt_id   TEXT NOT NULL REFERENCES attempts(id) ON DELETE CASCADE,
+	session_id   TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+	run_reason   TEXT NOT NULL CHECK (run_reason IN ('setupscript','cleanupscript','codingagent','devserver')),
+	status       TEXT NOT NULL CHECK (status IN ('running','completed','failed','killed')),
+	command      TEXT NOT NULL,
+	pid          INTEGER NOT NULL DEFAULT 0,
+	owner        TEXT NOT NULL DEFAULT '',
+	exit_code    INTEGER,
+	signal       TEXT NOT NULL DEFAULT '',
+	started_at   TEXT NOT NULL,
+	completed_at TEXT,
+	created_at   TEXT NOT NULL,
+	updated_at   TEXT NOT NULL
+);
+CREATE INDEX processes_attempt ON execution_processes(attempt_id, created_at DESC, id);
+CREATE INDEX processes_session ON execution_processes(session_id, created_at DESC, id);
+CREATE INDEX processes_running ON execution_processes(status) WHERE status = 'running';
+CREATE TABLE log_entries (
+	process_id  TEXT NOT NULL REFERENCES execution_processes(id) ON DELETE CASCADE,
+	channel     TEXT NOT NULL CHECK (channel IN ('raw','normalized')),
+	entry_index INTEGER NOT NULL,
+	entry       TEXT NOT NULL,
+	PRIMARY KEY (process_id, channel, entry_index)
+) WITHOUT ROWID;
+CREATE TABLE turns (
+	id         TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	process_id TEXT REFERENCES execution_processes(id) ON DELETE SET NULL,
+	turn_index INTEGER NOT NULL,
+	prompt     TEXT NOT NULL,
+	summary    TEXT,
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL,
+	UNIQUE (session_id, turn_index)
+);
+CREATE INDEX turns_process ON turns(process_id);
+CREATE TABLE queued_messages (
+	session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+	prompt     TEXT NOT NULL,
+	variant    TEXT NOT NULL DEFAULT '',
+	created_at TEXT NOT NULL
+);
+CREATE TABLE idempotency_records (
+	tool         TEXT NOT NULL,
+	request_id   TEXT NOT NULL,
+	payload_hash TEXT NOT NULL,
+	state        TEXT NOT NULL CHECK (state IN ('in_progress','completed')),
+	result       TEXT,
+	created_at   TEXT NOT NULL,
+	updated_at   TEXT NOT NULL,
+	PRIMARY KEY (tool, request_id)
+);
+CREATE INDEX idempotency_state ON idempotency_records(state, updated_at);
+`,
+}
