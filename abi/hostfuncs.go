@@ -23,10 +23,12 @@ type HostFunction struct {
 }
 
 // HostFunctions lists every function of HostModule with the capability that
-// gates it. Later ABI additions (board, workspace) add gated entries here.
+// gates it. FuncBoard is gated per operation instead (see BoardOps): one
+// function serves several capabilities.
 var HostFunctions = []HostFunction{
 	{FuncProgress, "", "report progress of the current call (ProgressRequest)"},
 	{FuncLog, "", "write a structured log line (LogRequest)"},
+	{FuncBoard, "", "call a task-board operation (BoardRequest); each operation needs the capability BoardOps names"},
 }
 
 // ProgressRequest is the payload of FuncProgress. It becomes an MCP

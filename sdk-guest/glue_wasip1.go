@@ -44,7 +44,12 @@ func importProgress(req uint64) uint64
 //go:wasmimport plugboard:host/v1 log
 func importLog(req uint64) uint64
 
+//go:wasmimport plugboard:host/v1 board
+func importBoard(req uint64) uint64
+
 func hostProgress(req []byte) []byte { return callHost(importProgress, req) }
+
+func hostBoard(req []byte) []byte { return callHost(importBoard, req) }
 
 func hostLog(req []byte) []byte { return callHost(importLog, req) }
 

@@ -12,6 +12,8 @@ func hostProgress(req []byte) []byte { return callNativeHost("progress", req) }
 
 func hostLog(req []byte) []byte { return callNativeHost("log", req) }
 
+func hostBoard(req []byte) []byte { return callNativeHost("board", req) }
+
 func callNativeHost(name string, req []byte) []byte {
 	if nativeHost == nil {
 		return nil

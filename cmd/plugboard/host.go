@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugboard/plugboard/host/board"
+	"github.com/plugboard/plugboard/host/boardapi"
 	"github.com/plugboard/plugboard/host/dispatch"
+	"github.com/plugboard/plugboard/host/grants"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
 )
@@ -24,6 +27,26 @@ type hostFlags struct {
 	callTimeout  time.Duration
 	memoryMiB    uint
 	maxInstances int
+	boardFlags
+}
+
+// boardFlags configure the task board; the board commands share them.
+type boardFlags struct {
+	executors string
+	guard     string
+	grants    string
+	attempt   string
+}
+
+func (b *boardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.executors, "executors", "", "JSON file of executor profiles adding to or replacing the built-in ones")
+	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
+}
+
+// openBoard opens the task board in data.
+func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*board.Board, error) {
+	return board.Open(ctx, board.Config{DataDir: data, ExecutorsFile: b.executors, Guard: b.guard,
+		ContextAttemptID: b.attempt, Logger: log})
 }
 
 type stringList []string
@@ -38,6 +61,9 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.callTimeout, "call-timeout", 30*time.Second, "deadline of a tool call unless its manifest declares one")
 	fs.UintVar(&h.memoryMiB, "memory-limit", 128, "linear-memory cap of each plugin instance, MiB")
 	fs.IntVar(&h.maxInstances, "max-instances", 0, "concurrent instances per plugin (default: 2 x CPUs, at least 4)")
+	fs.StringVar(&h.grants, "grants", "", "JSON file narrowing the capabilities each plugin receives (default: what it declares)")
+	fs.StringVar(&h.attempt, "attempt", os.Getenv("PLUGBOARD_ATTEMPT_ID"), "attempt this server runs inside, for get_context (default: $PLUGBOARD_ATTEMPT_ID)")
+	h.boardFlags.register(fs)
 }
 
 // defaultDataDir is $PLUGBOARD_DATA, else $XDG_DATA_HOME/plugboard, else
@@ -62,6 +88,7 @@ type host struct {
 	engine     *runtime.Engine
 	registry   *registry.Registry
 	dispatcher *dispatch.Dispatcher
+	board      *board.Board
 	dataDir    string
 }
 
@@ -88,23 +115,34 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 			return nil, fmt.Errorf("plugin directory: %w", err)
 		}
 	}
+	policy, err := grants.Load(h.grants)
+	if err != nil {
+		return nil, err
+	}
+	b, err := h.openBoard(ctx, data, log)
+	if err != nil {
+		return nil, err
+	}
 	engine, err := runtime.New(ctx, runtime.Config{
 		CacheDir:         filepath.Join(data, "compiled"),
 		MemoryLimitPages: uint32(h.memoryMiB * 16),
 		MaxInstances:     h.maxInstances,
 		Logger:           log,
+		Board:            boardapi.New(b, log).Handle,
 	})
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
-	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log})
+	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log, Grants: policy})
 	if err != nil {
 		_ = engine.Close(ctx)
+		b.Close()
 		return nil, err
 	}
 	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log})
 	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()))
-	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data}, nil
+	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: b}, nil
 }
 
 // close waits up to shutdownGrace for calls in flight (their contexts are
@@ -114,6 +152,10 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 func (h *host) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
 	defer cancel()
+	// Processes first: agents do not outlive the host that records them.
+	if err := h.board.Close(); err != nil {
+		h.log.Warn("close board", "err", err)
+	}
 	if err := h.registry.Close(ctx); err != nil {
 		h.log.Warn("plugin calls still running at shutdown; leaving them to the process exit", "err", err)
 		return

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/grants"
 	"github.com/plugboard/plugboard/host/runtime"
 	"github.com/plugboard/plugboard/host/wasmfile"
 )
@@ -34,10 +35,11 @@ type Plugin struct {
 	// FromSection is true when the manifest came from the embedded section.
 	FromSection bool
 
-	engine *runtime.Engine
-	once   sync.Once
-	rt     *runtime.Plugin
-	err    error
+	engine  *runtime.Engine
+	granted []string
+	once    sync.Once
+	rt      *runtime.Plugin
+	err     error
 }
 
 // Name is the plugin's declared name.
@@ -53,7 +55,7 @@ func (p *Plugin) Runtime(ctx context.Context) (*runtime.Plugin, error) {
 			p.err = err
 			return
 		}
-		p.rt, p.err = p.engine.Compile(context.WithoutCancel(ctx), p.Name(), wasm, p.Manifest.Capabilities)
+		p.rt, p.err = p.engine.Compile(context.WithoutCancel(ctx), p.Name(), wasm, p.granted)
 	})
 	return p.rt, p.err
 }
@@ -91,6 +93,9 @@ type Options struct {
 	DescribeTimeout time.Duration
 	Engine          *runtime.Engine
 	Logger          *slog.Logger
+	// Grants decides which declared capabilities each plugin receives;
+	// nil grants every plugin what it declares.
+	Grants *grants.Policy
 }
 
 // Load finds and loads every plugin. A broken plugin is logged and recorded
@@ -98,6 +103,9 @@ type Options struct {
 func Load(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Grants == nil {
+		opts.Grants = grants.Declared()
 	}
 	if opts.DescribeTimeout == 0 {
 		opts.DescribeTimeout = 10 * time.Second
@@ -133,6 +141,12 @@ func Load(ctx context.Context, opts Options) (*Registry, error) {
 			opts.Logger.Error("plugin skipped", "path", files[i], "err", errs[i])
 			r.problems = append(r.problems, Problem{Path: files[i], Err: errs[i]})
 			continue
+		}
+		var withheld []string
+		p.granted, withheld = opts.Grants.For(p.Name(), p.Manifest.Capabilities)
+		if len(withheld) > 0 {
+			opts.Logger.Warn("plugin capabilities withheld by the grants policy; calls needing them get permission_denied",
+				"plugin", p.Name(), "withheld", withheld, "granted", p.granted)
 		}
 		r.add(p, opts.Logger)
 	}

@@ -10,6 +10,7 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,7 +44,14 @@ type Config struct {
 	MaxInstances int
 	// Logger receives guest log lines and runtime events.
 	Logger *slog.Logger
+	// Board serves abi.FuncBoard: req is the guest's BoardRequest, granted
+	// reports the plugin's grants. nil answers every board call with
+	// CodeUnavailable.
+	Board BoardHandler
 }
+
+// BoardHandler serves one board API call from a plugin.
+type BoardHandler func(ctx context.Context, granted func(capability string) bool, req []byte) (json.RawMessage, *abi.Envelope)
 
 // DefaultConfig returns the limits used when a field is zero.
 func DefaultConfig() Config {

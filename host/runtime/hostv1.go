@@ -46,6 +46,12 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		}
 		return nil, nil
 	},
+	abi.FuncBoard: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		if e.cfg.Board == nil {
+			return nil, abi.NewEnvelope(abi.CodeUnavailable, "this host serves no task board", "start plugboard serve with a data directory")
+		}
+		return e.cfg.Board(ctx, func(c string) bool { return k.plugin.grants[c] }, req)
+	},
 }
 
 func hostV1Known(name string) bool {

@@ -25,16 +25,22 @@ const (
 
 // Process is one execution process of an attempt.
 type Process struct {
-	ID          string  `json:"execution_process_id"`
-	AttemptID   string  `json:"attempt_id"`
-	SessionID   *string `json:"session_id"`
-	RunReason   string  `json:"run_reason"`
-	Status      string  `json:"status"`
-	Command     string  `json:"command"`
-	PID         int     `json:"-"`
-	Owner       string  `json:"-"`
-	ExitCode    *int    `json:"exit_code"`
-	Signal      string  `json:"signal,omitempty"`
+	ID        string  `json:"execution_process_id"`
+	AttemptID string  `json:"attempt_id"`
+	SessionID *string `json:"session_id"`
+	RunReason string  `json:"run_reason"`
+	Status    string  `json:"status"`
+	Command   string  `json:"command"`
+	PID       int     `json:"-"`
+	// Identity tells this OS process apart from a later one reusing its
+	// pid (see procsup.Identity).
+	Identity string `json:"-"`
+	// Owner is the identity of the host process supervising it.
+	Owner    string `json:"-"`
+	ExitCode *int   `json:"exit_code"`
+	// EndReason says why a process ended when the exit code does not: the
+	// signal that killed it, a start failure, "host exited".
+	EndReason   string  `json:"end_reason,omitempty"`
 	StartedAt   string  `json:"started_at"`
 	CompletedAt *string `json:"completed_at"`
 	CreatedAt   string  `json:"created_at"`
@@ -58,22 +64,23 @@ func (s *Store) CreateProcess(ctx context.Context, p *Process) error {
 	return err
 }
 
-// SetProcessPID records the OS pid once the process has started.
-func (s *Store) SetProcessPID(ctx context.Context, id string, pid int) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE execution_processes SET pid = ?, updated_at = ? WHERE id = ?`, pid, Now(), id)
+// SetProcessPID records the OS pid and identity once the process started.
+func (s *Store) SetProcessPID(ctx context.Context, id string, pid int, identity string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE execution_processes SET pid = ?, identity = ?, updated_at = ? WHERE id = ?`,
+		pid, identity, Now(), id)
 	return err
 }
 
 // FinishProcess records a process's end. Only a running process changes,
 // so a late report cannot overwrite a status set by crash recovery.
-func (s *Store) FinishProcess(ctx context.Context, id, status string, exitCode *int, signal string) error {
+func (s *Store) FinishProcess(ctx context.Context, id, status string, exitCode *int, endReason string) error {
 	now := Now()
-	_, err := s.db.ExecContext(ctx, `UPDATE execution_processes SET status = ?, exit_code = ?, signal = ?,
-			completed_at = ?, updated_at = ? WHERE id = ? AND status = 'running'`, status, exitCode, signal, now, now, id)
+	_, err := s.db.ExecContext(ctx, `UPDATE execution_processes SET status = ?, exit_code = ?, end_reason = ?,
+			completed_at = ?, updated_at = ? WHERE id = ? AND status = 'running'`, status, exitCode, endReason, now, now, id)
 	return err
 }
 
-const processColumns = `id, attempt_id, session_id, run_reason, status, command, pid, owner, exit_code, signal,
+const processColumns = `id, attempt_id, session_id, run_reason, status, command, pid, identity, owner, exit_code, end_reason,
 	started_at, completed_at, created_at, updated_at`
 
 func scanProcess(sc interface{ Scan(...any) error }) (Process, error) {
@@ -82,7 +89,7 @@ func scanProcess(sc interface{ Scan(...any) error }) (Process, error) {
 		sid, done sql.NullString
 		code      sql.NullInt64
 	)
-	err := sc.Scan(&p.ID, &p.AttemptID, &sid, &p.RunReason, &p.Status, &p.Command, &p.PID, &p.Owner, &code, &p.Signal,
+	err := sc.Scan(&p.ID, &p.AttemptID, &sid, &p.RunReason, &p.Status, &p.Command, &p.PID, &p.Identity, &p.Owner, &code, &p.EndReason,
 		&p.StartedAt, &done, &p.CreatedAt, &p.UpdatedAt)
 	p.SessionID, p.CompletedAt = nullString(sid), nullString(done)
 	if code.Valid {

@@ -177,3 +177,14 @@ func isUnique(err error) bool {
 func isForeignKey(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
 }
+
+// GetRepo returns one repo.
+func (s *Store) GetRepo(ctx context.Context, id string) (Repo, error) {
+	var r Repo
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, path, created_at, updated_at FROM repos WHERE id = ?`, id).
+		Scan(&r.ID, &r.Name, &r.Path, &r.CreatedAt, &r.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Repo{}, notFound("repo", id)
+	}
+	return r, err
+}

@@ -149,3 +149,14 @@ func (s *Store) TakeQueuedMessage(ctx context.Context, sessionID string) (*Queue
 	}
 	return &q, nil
 }
+
+// DiscardQueuedForAttempt deletes the queued messages of every session of
+// an attempt, returning how many there were.
+func (s *Store) DiscardQueuedForAttempt(ctx context.Context, attemptID string) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM queued_messages WHERE session_id IN
+		(SELECT id FROM sessions WHERE attempt_id = ?)`, attemptID)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,202 @@
+package board
+
+import (
+	"context"
+	"time"
+
+	"github.com/plugboard/plugboard/host/board/executor"
+	"github.com/plugboard/plugboard/host/board/store"
+)
+
+// chain is the sequence of processes one run of an attempt goes through:
+// each repo's setup script, then the coding agent, then — unless a queued
+// follow-up takes over, or the agent was stopped — each repo's cleanup
+// script. Every step starts from the previous one's exit.
+type chain struct {
+	b       *Board
+	attempt store.Attempt
+	repos   []store.AttemptRepo
+	profile executor.Profile
+	variant string
+	prompt  string
+	env     []string
+}
+
+// background is the context of work that outlives the request that began
+// it: a process started by a tool call runs after the call returns.
+func background() context.Context { return context.Background() }
+
+// setup starts the first setup script at or after repo index i, or the
+// agent when none is left.
+func (c *chain) setup(ctx context.Context, i int) (store.Process, error) {
+	for ; i < len(c.repos); i++ {
+		if c.repos[i].SetupScript != "" {
+			break
+		}
+	}
+	if i == len(c.repos) {
+		return c.agent(ctx, nil)
+	}
+	next := i + 1
+	return c.script(ctx, store.ReasonSetupScript, c.repos[i], func(p store.Process) {
+		if p.Status != store.ProcCompleted || c.b.stopping(c.attempt.ID) {
+			c.b.settleTask(background(), c.attempt.TaskID)
+			return
+		}
+		if _, err := c.setup(background(), next); err != nil {
+			c.b.log.Error("start next step after setup", "attempt_id", c.attempt.ID, "err", err)
+			c.b.settleTask(background(), c.attempt.TaskID)
+		}
+	})
+}
+
+// cleanup starts the first cleanup script at or after repo index i, or
+// settles the task when none is left.
+func (c *chain) cleanup(ctx context.Context, i int) {
+	for ; i < len(c.repos); i++ {
+		if c.repos[i].CleanupScript != "" {
+			break
+		}
+	}
+	if i == len(c.repos) || c.b.stopping(c.attempt.ID) {
+		c.b.settleTask(ctx, c.attempt.TaskID)
+		return
+	}
+	next := i + 1
+	_, err := c.script(ctx, store.ReasonCleanupScript, c.repos[i], func(p store.Process) {
+		if p.Status != store.ProcCompleted {
+			c.b.settleTask(background(), c.attempt.TaskID)
+			return
+		}
+		c.cleanup(background(), next)
+	})
+	if err != nil {
+		c.b.log.Error("start cleanup script", "attempt_id", c.attempt.ID, "err", err)
+		c.b.settleTask(ctx, c.attempt.TaskID)
+	}
+}
+
+func (c *chain) script(ctx context.Context, reason string, repo store.AttemptRepo, onExit func(store.Process)) (store.Process, error) {
+	script := repo.SetupScript
+	if reason == store.ReasonCleanupScript {
+		script = repo.CleanupScript
+	}
+	return c.b.spawn(ctx, spawnSpec{
+		attempt: c.attempt, reason: reason, dir: repo.WorktreeDir,
+		argv: []string{"bash", "-c", script}, format: "lines", env: c.env, onExit: onExit,
+	})
+}
+
+// agent starts the coding agent: in session when given (a follow-up),
+// else in the attempt's latest session, created on the agent's first run.
+func (c *chain) agent(ctx context.Context, session *store.Session) (store.Process, error) {
+	if session == nil {
+		se, err := c.b.store.LatestSession(ctx, c.attempt.ID)
+		if err != nil {
+			se, err = c.b.store.CreateSession(ctx, c.attempt.ID, c.profile.Executor, c.variant)
+			if err != nil {
+				return store.Process{}, err
+			}
+		}
+		session = &se
+	}
+	_, variant, err := c.profile.Variant(c.variant)
+	if err != nil {
+		return store.Process{}, err
+	}
+	argv, stdin := c.profile.Command(variant, c.prompt, session.AgentSessionID)
+	sessionID := session.ID
+	sess := *session
+	return c.b.spawn(ctx, spawnSpec{
+		attempt: c.attempt, sessionID: &sessionID, reason: store.ReasonCodingAgent, dir: c.attempt.Dir,
+		argv: argv, stdin: stdin, format: c.profile.OutputFormat, prompt: c.prompt,
+		env: append(c.env, "PLUGBOARD_SESSION_ID="+sessionID),
+		onExit: func(p store.Process) {
+			c.afterAgent(sess, p)
+		},
+	})
+}
+
+// afterAgent applies the follow-up queue rule: after a successful run the
+// queued message starts the next run; after a failure or a kill it is
+// discarded. Without a next run, cleanup scripts follow unless the agent
+// was stopped.
+func (c *chain) afterAgent(session store.Session, p store.Process) {
+	ctx := background()
+	if p.Status == store.ProcCompleted && !c.b.stopping(c.attempt.ID) {
+		q, err := c.b.store.TakeQueuedMessage(ctx, session.ID)
+		if err != nil {
+			c.b.log.Error("take queued follow-up", "session_id", session.ID, "err", err)
+		}
+		if q != nil {
+			se, err := c.b.store.GetSession(ctx, session.ID) // re-read: the agent may have reported its session id
+			if err == nil {
+				next := *c
+				next.prompt = q.Prompt
+				if q.Variant != "" {
+					next.variant = q.Variant
+				}
+				if _, err := next.agent(ctx, &se); err == nil {
+					c.b.log.Info("queued follow-up started", "session_id", session.ID)
+					return
+				} else {
+					c.b.log.Error("start queued follow-up", "session_id", session.ID, "err", err)
+				}
+			}
+		}
+	} else if n, _ := c.b.store.DiscardQueuedForAttempt(ctx, c.attempt.ID); n > 0 {
+		c.b.log.Info("queued follow-up discarded", "session_id", session.ID, "process_status", p.Status)
+	}
+	if p.Status == store.ProcKilled {
+		c.b.settleTask(ctx, c.attempt.TaskID)
+		return
+	}
+	c.cleanup(ctx, 0)
+}
+
+// settleTask moves a task from inprogress to inreview once none of its
+// attempts has a process running: its agent finished or was stopped.
+func (b *Board) settleTask(ctx context.Context, taskID string) {
+	task, err := b.store.GetTask(ctx, taskID)
+	if err != nil || task.Status != store.StatusInProgress {
+		return
+	}
+	sum, err := b.store.TaskSummary(ctx, taskID)
+	if err != nil || sum.HasInProgressAttempt {
+		return
+	}
+	if err := b.store.SetTaskStatus(ctx, taskID, store.StatusInReview); err != nil {
+		b.log.Error("move task to inreview", "task_id", taskID, "err", err)
+	}
+}
+
+// stopping reports whether a stop of the attempt is under way, so a chain
+// does not start its next step behind the stop's back.
+func (b *Board) stopping(attemptID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stops[attemptID] > 0
+}
+
+// waitRecorded waits until this host has recorded the end of process id
+// (if it supervises it) or until the store shows it ended, up to timeout.
+func (b *Board) waitRecorded(ctx context.Context, id string, timeout time.Duration) {
+	b.mu.Lock()
+	r := b.running[id]
+	b.mu.Unlock()
+	if r != nil {
+		select {
+		case <-r.recorded:
+		case <-time.After(timeout):
+		}
+		return
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		p, err := b.store.GetProcess(ctx, id)
+		if err != nil || p.Status != store.ProcRunning {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

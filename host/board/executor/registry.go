@@ -1,0 +1,237 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Registry holds the profiles a board can launch: the built-ins, overlaid by
+// a user file. Profiles are fixed once loaded, so a Registry is safe for
+// concurrent use; set LookPath before sharing it.
+type Registry struct {
+	// LookPath finds a program on PATH to decide Profile.Available; nil
+	// means exec.LookPath. Tests and hosts that run agents elsewhere (a
+	// container, another PATH) replace it.
+	LookPath func(file string) (string, error)
+
+	profiles map[string]Profile
+}
+
+// ValidationError says what is wrong with one field of one profile, and in
+// which file, so a user can find it.
+type ValidationError struct {
+	File     string // "" for a built-in
+	Executor string // as written, or its index when the id itself is the problem
+	Field    string // JSON path within the profile, e.g. "variants.PLAN.argv"
+	Reason   string
+}
+
+func (e *ValidationError) Error() string {
+	src := e.File
+	if src == "" {
+		src = "built-in profiles"
+	}
+	return fmt.Sprintf("%s: executor %s: field %s: %s", src, e.Executor, e.Field, e.Reason)
+}
+
+// userFile is the shape of the user's executors file.
+type userFile struct {
+	Executors []Profile `json:"executors"`
+}
+
+var (
+	idPattern     = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	outputFormats = []string{FormatClaudeStreamJSON, FormatCodexJSON, FormatLines}
+)
+
+// Load builds a registry from the built-in profiles and then the user file
+// at userFile, whose profiles ({"executors":[...]}) are added, or replace a
+// built-in of the same id as a whole. userFile "" means there is none; a
+// path that does not exist is an error, since a user who names a file
+// expects it to be read. Names in the file are normalised as NormalizeName
+// does. Every problem in the file is reported at once, each naming the
+// file, the executor and the field.
+func Load(userFile string) (*Registry, error) {
+	r := &Registry{profiles: map[string]Profile{}}
+	var errs []error
+	for _, p := range Builtin() {
+		p, perrs := normalizeProfile("", p, "")
+		errs = append(errs, perrs...)
+		r.profiles[p.Executor] = p
+	}
+	if userFile != "" {
+		ps, err := readUserFile(userFile)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for i, p := range ps {
+			p, perrs := normalizeProfile(userFile, p, fmt.Sprintf("#%d", i))
+			errs = append(errs, perrs...)
+			if len(perrs) > 0 {
+				continue
+			}
+			if seen[p.Executor] {
+				errs = append(errs, &ValidationError{File: userFile, Executor: p.Executor, Field: "executor",
+					Reason: "defined more than once in this file"})
+				continue
+			}
+			seen[p.Executor] = true
+			r.profiles[p.Executor] = p
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func readUserFile(path string) ([]Profile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("executor profiles: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	// A misspelt field ("varients") would otherwise be dropped silently and
+	// the profile would fail later, or worse, run without it.
+	dec.DisallowUnknownFields()
+	var f userFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: unexpected data after the top-level object", path)
+	}
+	return f.Executors, nil
+}
+
+// normalizeProfile normalises the names in p and checks it, returning every
+// problem found. where names the executor in errors when its id is unusable.
+func normalizeProfile(file string, p Profile, where string) (Profile, []error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		name := p.Executor
+		if name == "" {
+			name = where
+		}
+		errs = append(errs, &ValidationError{File: file, Executor: name, Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+
+	raw := p.Executor
+	p.Executor = NormalizeName(p.Executor)
+	if !idPattern.MatchString(p.Executor) {
+		p.Executor = ""
+		bad("executor", "id %q must be letters, digits and '_' and start with a letter (e.g. CLAUDE_CODE)", raw)
+	}
+	p.Available = false // computed on every hand-out, never trusted from a file
+	if strings.TrimSpace(p.Binary) == "" {
+		bad("binary", "is empty; name the program to look for on PATH")
+	}
+	if !slices.Contains(outputFormats, p.OutputFormat) {
+		bad("output_format", "unknown format %q (valid: %s)", p.OutputFormat, strings.Join(outputFormats, ", "))
+	}
+
+	if len(p.Variants) == 0 {
+		bad("variants", "none defined; a profile needs at least one")
+	}
+	vs := make(map[string]Variant, len(p.Variants))
+	for _, rawName := range sortedKeys(p.Variants) {
+		v := p.Variants[rawName]
+		name := NormalizeName(rawName)
+		field := "variants." + rawName
+		if !idPattern.MatchString(name) {
+			bad(field, "variant name %q must be letters, digits and '_' and start with a letter", rawName)
+			continue
+		}
+		if _, dup := vs[name]; dup {
+			bad(field, "variant %s is defined more than once", name)
+			continue
+		}
+		checkArgv(bad, field+".argv", v.Argv, v.Stdin, false)
+		checkArgv(bad, field+".resume", v.Resume, v.Stdin, true)
+		if v.Stdin != "" && v.Stdin != StdinPrompt {
+			bad(field+".stdin", "unknown value %q (valid: %q, or empty)", v.Stdin, StdinPrompt)
+		}
+		vs[name] = v
+	}
+	p.Variants = vs
+
+	if p.DefaultVariant == "" {
+		if _, ok := vs[DefaultVariantName]; ok {
+			p.DefaultVariant = DefaultVariantName
+		}
+	}
+	p.DefaultVariant = NormalizeName(p.DefaultVariant)
+	if _, ok := vs[p.DefaultVariant]; !ok && len(vs) > 0 {
+		bad("default_variant", "%q is not among the variants (%s)", p.DefaultVariant, strings.Join(sortedKeys(vs), ", "))
+	}
+	return p, errs
+}
+
+// checkArgv reports an argv that cannot launch anything, or that would leave
+// the agent without its prompt.
+func checkArgv(bad func(field, format string, args ...any), field string, argv []string, stdin string, optional bool) {
+	if len(argv) == 0 {
+		if !optional {
+			bad(field, "is empty; give the program and its arguments")
+		}
+		return
+	}
+	if strings.TrimSpace(argv[0]) == "" {
+		bad(field, "argv[0] is empty; it must name the program")
+	}
+	if stdin != StdinPrompt && !slices.ContainsFunc(argv, func(a string) bool {
+		return strings.Contains(a, PlaceholderPrompt)
+	}) {
+		bad(field, "the prompt goes nowhere: put %s in an argument or set stdin to %q", PlaceholderPrompt, StdinPrompt)
+	}
+}
+
+// List returns every profile sorted by executor id, with Available set from
+// a PATH lookup made now.
+func (r *Registry) List() []Profile {
+	out := make([]Profile, 0, len(r.profiles))
+	for _, id := range sortedKeys(r.profiles) {
+		out = append(out, r.handOut(r.profiles[id]))
+	}
+	return out
+}
+
+// Get returns the profile named name (normalised as NormalizeName does, so
+// "claude-code" finds CLAUDE_CODE), with Available set from a PATH lookup
+// made now.
+func (r *Registry) Get(name string) (Profile, bool) {
+	p, ok := r.profiles[NormalizeName(name)]
+	if !ok {
+		return Profile{}, false
+	}
+	return r.handOut(p), true
+}
+
+func (r *Registry) handOut(p Profile) Profile {
+	p = p.clone()
+	look := r.LookPath
+	if look == nil {
+		look = exec.LookPath
+	}
+	_, err := look(p.Binary)
+	p.Available = err == nil
+	return p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,305 @@
+package board
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/board/gitops"
+	"github.com/plugboard/plugboard/host/board/store"
+	"github.com/plugboard/plugboard/host/workspace"
+)
+
+// Blocked reasons.
+const (
+	BlockedSummaryFailed     = "summary_failed"
+	BlockedThresholdExceeded = "threshold_exceeded"
+	BlockedTooManyPaths      = "too_many_paths"
+	BlockedSizeExceeded      = workspace.BlockedSizeExceeded
+	BlockedOutsideWorkspace  = workspace.BlockedOutsideWorkspace
+)
+
+// ChangesArgs are get_attempt_changes' arguments.
+type ChangesArgs struct {
+	AttemptID string `json:"attempt_id"`
+	Force     bool   `json:"force,omitempty"`
+}
+
+// ChangedFile is one changed file, its path prefixed by its repo's name.
+type ChangedFile struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"`
+	OldPath string `json:"old_path,omitempty"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+	Binary  bool   `json:"binary,omitempty"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// ChangesResult answers get_attempt_changes.
+type ChangesResult struct {
+	AttemptID     string         `json:"attempt_id"`
+	Summary       gitops.Summary `json:"summary"`
+	Guard         gitops.Guard   `json:"guard"`
+	Blocked       bool           `json:"blocked"`
+	BlockedReason *string        `json:"blocked_reason"`
+	Reason        string         `json:"reason,omitempty"`
+	Hint          string         `json:"hint,omitempty"`
+	Files         []ChangedFile  `json:"files"`
+}
+
+// attemptChanges measures every repo of an attempt against its base.
+func (b *Board) attemptChanges(ctx context.Context, at store.Attempt) ([]ChangedFile, []store.AttemptRepo, error) {
+	repos, err := b.store.AttemptRepos(ctx, at.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := []ChangedFile{}
+	for _, r := range repos {
+		changes, _, err := gitops.Changes(ctx, r.WorktreeDir, r.BaseCommit)
+		if err != nil {
+			return nil, repos, fmt.Errorf("repo %s: %w", r.RepoName, err)
+		}
+		for _, c := range changes {
+			f := ChangedFile{Path: r.RepoName + "/" + c.Path, Status: c.Status, Added: c.Added, Deleted: c.Deleted, Binary: c.Binary, Bytes: c.Bytes}
+			if c.OldPath != "" {
+				f.OldPath = r.RepoName + "/" + c.OldPath
+			}
+			files = append(files, f)
+		}
+	}
+	return files, repos, nil
+}
+
+func summarize(files []ChangedFile) gitops.Summary {
+	s := gitops.Summary{FileCount: len(files)}
+	for _, f := range files {
+		s.Added += f.Added
+		s.Deleted += f.Deleted
+		s.TotalBytes += f.Bytes
+	}
+	return s
+}
+
+// GetAttemptChanges returns the attempt's diff summary against its base
+// commits (untracked files included) and, unless the guard blocks and
+// force is false, the changed-file list.
+func (b *Board) GetAttemptChanges(ctx context.Context, a ChangesArgs) (ChangesResult, error) {
+	at, err := b.attempt(ctx, a.AttemptID)
+	if err != nil {
+		return ChangesResult{}, err
+	}
+	out := ChangesResult{AttemptID: at.ID, Guard: b.guard, Files: []ChangedFile{}}
+	files, _, err := b.attemptChanges(ctx, at)
+	if err != nil {
+		reason := BlockedSummaryFailed
+		out.Blocked, out.BlockedReason, out.Reason = true, &reason, err.Error()
+		out.Hint = "the worktree could not be measured; check get_attempt_status and tail_attempt_logs, then retry"
+		return out, nil
+	}
+	out.Summary = summarize(files)
+	if over, why := b.guard.Check(out.Summary); over && !a.Force {
+		reason := BlockedThresholdExceeded
+		out.Blocked, out.BlockedReason, out.Reason = true, &reason, why
+		out.Hint = "call get_attempt_changes again with force=true to list the files, or get_attempt_patch with a few paths"
+		return out, nil
+	}
+	out.Files = files
+	return out, nil
+}
+
+// Patch limits.
+const (
+	DefaultPatchBytes = 204800
+	MaxPatchBytes     = 1 << 20
+	MaxPatchPaths     = 100
+)
+
+// PatchArgs are get_attempt_patch's arguments.
+type PatchArgs struct {
+	AttemptID string   `json:"attempt_id"`
+	Paths     []string `json:"paths,omitempty"`
+	Force     bool     `json:"force,omitempty"`
+	MaxBytes  int      `json:"max_bytes,omitempty"`
+}
+
+// PatchResult answers get_attempt_patch.
+type PatchResult struct {
+	AttemptID     string   `json:"attempt_id"`
+	Paths         []string `json:"paths"`
+	Patch         string   `json:"patch"`
+	Bytes         int      `json:"bytes"`
+	TotalBytes    int      `json:"total_bytes"`
+	Truncated     bool     `json:"truncated"`
+	Blocked       bool     `json:"blocked"`
+	BlockedReason *string  `json:"blocked_reason"`
+	Reason        string   `json:"reason,omitempty"`
+	Hint          string   `json:"hint,omitempty"`
+}
+
+// GetAttemptPatch returns a unified diff against the base commits for the
+// given repo-prefixed paths (all changes when none), cut at max_bytes.
+// Without paths or force, the diff guard applies as in get_attempt_changes.
+func (b *Board) GetAttemptPatch(ctx context.Context, a PatchArgs) (PatchResult, error) {
+	at, err := b.attempt(ctx, a.AttemptID)
+	if err != nil {
+		return PatchResult{}, err
+	}
+	out := PatchResult{AttemptID: at.ID, Paths: a.Paths}
+	if out.Paths == nil {
+		out.Paths = []string{}
+	}
+	block := func(reason, why, hint string) (PatchResult, error) {
+		out.Blocked, out.BlockedReason, out.Reason, out.Hint = true, &reason, why, hint
+		return out, nil
+	}
+	max := a.MaxBytes
+	switch {
+	case max < 0:
+		return PatchResult{}, invalid("max_bytes", "max_bytes must be positive", "omit max_bytes for the default 204800")
+	case max == 0:
+		max = DefaultPatchBytes
+	case max > MaxPatchBytes:
+		return block(BlockedSizeExceeded, fmt.Sprintf("max_bytes %d is over the cap %d", max, MaxPatchBytes),
+			fmt.Sprintf("pass max_bytes ≤ %d and fewer paths", MaxPatchBytes))
+	}
+	if len(a.Paths) > MaxPatchPaths {
+		return block(BlockedTooManyPaths, fmt.Sprintf("%d paths, over the limit of %d", len(a.Paths), MaxPatchPaths),
+			fmt.Sprintf("pass at most %d paths per call", MaxPatchPaths))
+	}
+	repos, err := b.store.AttemptRepos(ctx, at.ID)
+	if err != nil {
+		return PatchResult{}, err
+	}
+	byRepo := map[string][]string{}
+	for i, p := range a.Paths {
+		repo, rel, err := workspace.SplitPath(p)
+		if err != nil || rel == "." {
+			return block(BlockedOutsideWorkspace, fmt.Sprintf("paths[%d] %q is not a repo-prefixed path inside the attempt", i, p),
+				"pass paths exactly as get_attempt_changes lists them (repo_name/path)")
+		}
+		if !slices.ContainsFunc(repos, func(r store.AttemptRepo) bool { return r.RepoName == repo }) {
+			return PatchResult{}, invalid(fmt.Sprintf("paths[%d]", i), fmt.Sprintf("no repo %q in this attempt", repo),
+				"pass paths exactly as get_attempt_changes lists them (repo_name/path)").WithDetail("repos", repoNames(repos))
+		}
+		byRepo[repo] = append(byRepo[repo], path.Clean(rel))
+	}
+	if len(a.Paths) == 0 && !a.Force {
+		files, _, err := b.attemptChanges(ctx, at)
+		if err != nil {
+			return block(BlockedSummaryFailed, err.Error(), "check get_attempt_status, then retry")
+		}
+		if over, why := b.guard.Check(summarize(files)); over {
+			return block(BlockedThresholdExceeded, why,
+				"pass a few paths from get_attempt_changes(force=true), or force=true with a max_bytes")
+		}
+	}
+	var patch strings.Builder
+	for _, r := range repos {
+		paths, chosen := byRepo[r.RepoName]
+		if len(a.Paths) > 0 && !chosen {
+			continue
+		}
+		diff, err := gitops.Patch(ctx, r.WorktreeDir, r.BaseCommit, paths)
+		if err != nil {
+			return block(BlockedSummaryFailed, fmt.Sprintf("repo %s: %v", r.RepoName, err), "check get_attempt_status, then retry")
+		}
+		patch.WriteString(prefixPatch(string(diff), r.RepoName))
+	}
+	text := patch.String()
+	out.TotalBytes = len(text)
+	if len(text) > max {
+		cut := max
+		for cut > 0 && !utf8Start(text[cut]) {
+			cut--
+		}
+		text, out.Truncated = text[:cut], true
+		out.Hint = "the patch was cut at max_bytes; pass fewer paths or a larger max_bytes"
+	}
+	out.Patch, out.Bytes = text, len(text)
+	return out, nil
+}
+
+func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+func repoNames(repos []store.AttemptRepo) []string {
+	names := make([]string, len(repos))
+	for i, r := range repos {
+		names[i] = r.RepoName
+	}
+	return names
+}
+
+// prefixPatch rewrites the a/ and b/ paths of a git diff so they carry the
+// repo name, matching the paths agents see everywhere else.
+func prefixPatch(diff, repo string) string {
+	if diff == "" {
+		return ""
+	}
+	lines := strings.SplitAfter(diff, "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "diff --git a/"):
+			l = strings.Replace(l, " a/", " a/"+repo+"/", 1)
+			lines[i] = strings.Replace(l, " b/", " b/"+repo+"/", 1)
+		case strings.HasPrefix(l, "--- a/"):
+			lines[i] = "--- a/" + repo + "/" + l[len("--- a/"):]
+		case strings.HasPrefix(l, "+++ b/"):
+			lines[i] = "+++ b/" + repo + "/" + l[len("+++ b/"):]
+		case strings.HasPrefix(l, "rename from "), strings.HasPrefix(l, "rename to "), strings.HasPrefix(l, "copy from "), strings.HasPrefix(l, "copy to "):
+			sp := strings.Index(l[7:], " ") + 7
+			lines[i] = l[:sp+1] + repo + "/" + l[sp+1:]
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+// FileArgs are get_attempt_file's arguments.
+type FileArgs struct {
+	AttemptID string `json:"attempt_id"`
+	Path      string `json:"path"`
+	Start     int64  `json:"start,omitempty"`
+	MaxBytes  int    `json:"max_bytes,omitempty"`
+}
+
+// FileResult answers get_attempt_file.
+type FileResult struct {
+	AttemptID string `json:"attempt_id"`
+	workspace.FileSlice
+}
+
+// GetAttemptFile reads a bounded slice of a file in the attempt's
+// worktrees through os.Root: repo-prefixed path, start offset, max_bytes
+// (default 65536, cap 524288).
+func (b *Board) GetAttemptFile(ctx context.Context, a FileArgs) (FileResult, error) {
+	at, err := b.attempt(ctx, a.AttemptID)
+	if err != nil {
+		return FileResult{}, err
+	}
+	if a.Path == "" {
+		return FileResult{}, abi.NewEnvelope(abi.CodeMissingRequired, "path is required",
+			"pass a repo-prefixed path from get_attempt_changes").WithDetail("field", "path")
+	}
+	repos, err := b.store.AttemptRepos(ctx, at.ID)
+	if err != nil {
+		return FileResult{}, err
+	}
+	roots := make([]workspace.Repo, len(repos))
+	for i, r := range repos {
+		roots[i] = workspace.Repo{Name: r.RepoName, Dir: r.WorktreeDir}
+	}
+	ws, err := workspace.Open(roots)
+	if err != nil {
+		return FileResult{}, abi.NewEnvelope(abi.CodeConflict, "the attempt's worktrees cannot be opened: "+err.Error(),
+			"the attempt's task may have been deleted; call list_task_attempts")
+	}
+	defer ws.Close()
+	slice, err := ws.ReadFile(a.Path, a.Start, a.MaxBytes)
+	if err != nil {
+		return FileResult{}, err
+	}
+	return FileResult{AttemptID: at.ID, FileSlice: slice}, nil
+}

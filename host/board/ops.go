@@ -1,0 +1,632 @@
+package board
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/board/executor"
+	"github.com/plugboard/plugboard/host/board/gitops"
+	"github.com/plugboard/plugboard/host/board/store"
+)
+
+// ---- projects and repos (people set these up through the CLI) ----
+
+// RepoSpec names a repository to add to a project.
+type RepoSpec struct {
+	Path          string
+	Name          string // "" = the directory's base name
+	TargetBranch  string // "" = the repository's current branch
+	SetupScript   string
+	CleanupScript string
+}
+
+// CreateProject creates a project with its repositories.
+func (b *Board) CreateProject(ctx context.Context, name string, repos []RepoSpec) (store.Project, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return store.Project{}, errors.New("a project needs a name")
+	}
+	// Validate every repo before creating anything: nothing half-made.
+	resolved := make([]store.ProjectRepo, 0, len(repos))
+	for _, rs := range repos {
+		pr, err := b.resolveRepo(ctx, rs)
+		if err != nil {
+			return store.Project{}, err
+		}
+		resolved = append(resolved, pr)
+	}
+	p, err := b.store.CreateProject(ctx, name)
+	if err != nil {
+		return store.Project{}, err
+	}
+	for _, pr := range resolved {
+		if err := b.store.AddProjectRepo(ctx, p.ID, pr); err != nil {
+			return store.Project{}, err
+		}
+	}
+	return b.store.GetProject(ctx, p.ID)
+}
+
+// AddRepo adds (or updates) a repository of a project.
+func (b *Board) AddRepo(ctx context.Context, projectID string, rs RepoSpec) (store.Project, error) {
+	if _, err := b.store.GetProject(ctx, projectID); err != nil {
+		return store.Project{}, err
+	}
+	pr, err := b.resolveRepo(ctx, rs)
+	if err != nil {
+		return store.Project{}, err
+	}
+	if err := b.store.AddProjectRepo(ctx, projectID, pr); err != nil {
+		return store.Project{}, err
+	}
+	return b.store.GetProject(ctx, projectID)
+}
+
+func (b *Board) resolveRepo(ctx context.Context, rs RepoSpec) (store.ProjectRepo, error) {
+	abs, err := filepath.Abs(rs.Path)
+	if err != nil {
+		return store.ProjectRepo{}, err
+	}
+	repo, err := gitops.Open(ctx, abs)
+	if err != nil {
+		return store.ProjectRepo{}, err
+	}
+	branch := rs.TargetBranch
+	if branch == "" {
+		if branch, err = gitops.DefaultBranch(ctx, repo.Path); err != nil {
+			return store.ProjectRepo{}, err
+		}
+	} else if ok, err := gitops.BranchExists(ctx, repo.Path, branch); err != nil {
+		return store.ProjectRepo{}, err
+	} else if !ok {
+		return store.ProjectRepo{}, fmt.Errorf("repo %s has no branch %q", repo.Path, branch)
+	}
+	name := rs.Name
+	if name == "" {
+		name = filepath.Base(repo.Path)
+	}
+	if name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." || name == ".git" {
+		return store.ProjectRepo{}, fmt.Errorf("repo name %q is not usable as a path prefix: pass a simple name", name)
+	}
+	r, err := b.store.EnsureRepo(ctx, name, repo.Path)
+	if err != nil {
+		return store.ProjectRepo{}, err
+	}
+	return store.ProjectRepo{Repo: r, TargetBranch: branch, SetupScript: rs.SetupScript, CleanupScript: rs.CleanupScript}, nil
+}
+
+// ProjectsResult answers list_projects.
+type ProjectsResult struct {
+	Projects []ProjectInfo `json:"projects"`
+}
+
+// ProjectInfo is a project as list_projects shows it.
+type ProjectInfo struct {
+	ProjectID string `json:"project_id"`
+	Name      string `json:"name"`
+	RepoCount int    `json:"repo_count"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// ListProjects lists every project.
+func (b *Board) ListProjects(ctx context.Context) (ProjectsResult, error) {
+	ps, err := b.store.ListProjects(ctx)
+	if err != nil {
+		return ProjectsResult{}, err
+	}
+	out := ProjectsResult{Projects: []ProjectInfo{}}
+	for _, p := range ps {
+		out.Projects = append(out.Projects, ProjectInfo{p.ID, p.Name, len(p.Repos), p.CreatedAt, p.UpdatedAt})
+	}
+	return out, nil
+}
+
+// ProjectArgs identifies a project.
+type ProjectArgs struct {
+	ProjectID string `json:"project_id"`
+}
+
+// ReposResult answers list_repos.
+type ReposResult struct {
+	ProjectID string     `json:"project_id"`
+	Repos     []RepoInfo `json:"repos"`
+}
+
+// RepoInfo is a project's repo as agents see it.
+type RepoInfo struct {
+	RepoID       string `json:"repo_id"`
+	RepoName     string `json:"repo_name"`
+	TargetBranch string `json:"target_branch"`
+	HasSetup     bool   `json:"has_setup_script"`
+	HasCleanup   bool   `json:"has_cleanup_script"`
+}
+
+// ListRepos lists a project's repos.
+func (b *Board) ListRepos(ctx context.Context, a ProjectArgs) (ReposResult, error) {
+	if err := requireID("project_id", a.ProjectID, "list_projects"); err != nil {
+		return ReposResult{}, err
+	}
+	p, err := b.store.GetProject(ctx, a.ProjectID)
+	if err != nil {
+		return ReposResult{}, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
+	}
+	out := ReposResult{ProjectID: p.ID, Repos: []RepoInfo{}}
+	for _, r := range p.Repos {
+		out.Repos = append(out.Repos, RepoInfo{r.ID, r.Name, r.TargetBranch, r.SetupScript != "", r.CleanupScript != ""})
+	}
+	return out, nil
+}
+
+// ExecutorsResult answers list_executors.
+type ExecutorsResult struct {
+	Executors []ExecutorInfo `json:"executors"`
+}
+
+// ExecutorInfo is one executor as agents choose it.
+type ExecutorInfo struct {
+	Executor       string   `json:"executor"`
+	Variants       []string `json:"variants"`
+	DefaultVariant *string  `json:"default_variant"`
+	SupportsMCP    bool     `json:"supports_mcp"`
+	Available      bool     `json:"available"`
+	OutputFormat   string   `json:"output_format"`
+}
+
+// ListExecutors lists the executor profiles.
+func (b *Board) ListExecutors(context.Context) (ExecutorsResult, error) {
+	out := ExecutorsResult{Executors: []ExecutorInfo{}}
+	for _, p := range b.executors.List() {
+		info := ExecutorInfo{Executor: p.Executor, Variants: p.VariantNames(), SupportsMCP: p.SupportsMCP,
+			Available: p.Available, OutputFormat: p.OutputFormat}
+		if p.DefaultVariant != "" {
+			dv := p.DefaultVariant
+			info.DefaultVariant = &dv
+		}
+		out.Executors = append(out.Executors, info)
+	}
+	return out, nil
+}
+
+// ---- tasks ----
+
+// ListTasksArgs are list_tasks' arguments.
+type ListTasksArgs struct {
+	ProjectID string `json:"project_id"`
+	Status    string `json:"status,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// Task list limits.
+const (
+	DefaultTaskLimit = 50
+	MaxTaskLimit     = 200
+)
+
+// TasksResult answers list_tasks.
+type TasksResult struct {
+	ProjectID string                  `json:"project_id"`
+	Tasks     []store.TaskWithSummary `json:"tasks"`
+	Count     int                     `json:"count"`
+}
+
+// ListTasks lists a project's tasks with their attempt summaries.
+func (b *Board) ListTasks(ctx context.Context, a ListTasksArgs) (TasksResult, error) {
+	if err := requireID("project_id", a.ProjectID, "list_projects"); err != nil {
+		return TasksResult{}, err
+	}
+	if a.Status != "" && !slices.Contains(store.TaskStatuses, a.Status) {
+		return TasksResult{}, invalid("status", fmt.Sprintf("status %q is not one of %s", a.Status, strings.Join(store.TaskStatuses, ", ")),
+			"pass one of "+strings.Join(store.TaskStatuses, " | ")+" or omit status")
+	}
+	limit, err := clampLimit("limit", a.Limit, DefaultTaskLimit, MaxTaskLimit)
+	if err != nil {
+		return TasksResult{}, err
+	}
+	if _, err := b.store.GetProject(ctx, a.ProjectID); err != nil {
+		return TasksResult{}, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
+	}
+	tasks, err := b.store.ListTasks(ctx, a.ProjectID, a.Status, limit)
+	if err != nil {
+		return TasksResult{}, err
+	}
+	return TasksResult{ProjectID: a.ProjectID, Tasks: tasks, Count: len(tasks)}, nil
+}
+
+// clampLimit applies a default to 0 and caps the value; negative is an error.
+func clampLimit(field string, v, def, max int) (int, error) {
+	switch {
+	case v < 0:
+		return 0, invalid(field, fmt.Sprintf("%s must be positive, got %d", field, v), fmt.Sprintf("omit %s or pass 1-%d", field, max))
+	case v == 0:
+		return def, nil
+	case v > max:
+		return max, nil
+	}
+	return v, nil
+}
+
+// TaskArgs identifies a task.
+type TaskArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+// GetTask returns a task with its attempt summary.
+func (b *Board) GetTask(ctx context.Context, a TaskArgs) (store.TaskWithSummary, error) {
+	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
+		return store.TaskWithSummary{}, err
+	}
+	t, err := b.store.GetTask(ctx, a.TaskID)
+	if err != nil {
+		return store.TaskWithSummary{}, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+	}
+	sum, err := b.store.TaskSummary(ctx, a.TaskID)
+	return store.TaskWithSummary{Task: t, AttemptSummary: sum}, err
+}
+
+// CreateTaskArgs are create_task's arguments.
+type CreateTaskArgs struct {
+	ProjectID   string `json:"project_id"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+}
+
+// MaxTitleLen caps a task title.
+const MaxTitleLen = 500
+
+// CreateTask creates a task in status todo.
+func (b *Board) CreateTask(ctx context.Context, a CreateTaskArgs) (store.Task, error) {
+	if err := requireID("project_id", a.ProjectID, "list_projects"); err != nil {
+		return store.Task{}, err
+	}
+	title := strings.TrimSpace(a.Title)
+	if title == "" {
+		return store.Task{}, abi.NewEnvelope(abi.CodeMissingRequired, "title is required and must not be blank",
+			"pass a short title; put details in description").WithDetail("field", "title")
+	}
+	if len(title) > MaxTitleLen {
+		return store.Task{}, invalid("title", fmt.Sprintf("title is %d bytes, over %d", len(title), MaxTitleLen), "shorten title; put details in description")
+	}
+	t, err := b.store.CreateTask(ctx, a.ProjectID, title, a.Description)
+	return t, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
+}
+
+// UpdateTaskArgs are update_task's arguments; absent fields stay.
+type UpdateTaskArgs struct {
+	TaskID      string  `json:"task_id"`
+	Title       *string `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Status      *string `json:"status,omitempty"`
+}
+
+// UpdateTask changes a task's title, description or status.
+func (b *Board) UpdateTask(ctx context.Context, a UpdateTaskArgs) (store.Task, error) {
+	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
+		return store.Task{}, err
+	}
+	if a.Title == nil && a.Description == nil && a.Status == nil {
+		return store.Task{}, abi.NewEnvelope(abi.CodeMissingRequired, "nothing to update",
+			"pass at least one of title, description, status").WithDetail("field", "title")
+	}
+	if a.Title != nil {
+		t := strings.TrimSpace(*a.Title)
+		if t == "" || len(t) > MaxTitleLen {
+			return store.Task{}, invalid("title", "title must be 1-500 bytes and not blank", "pass a short title or omit it")
+		}
+		a.Title = &t
+	}
+	if a.Status != nil && !slices.Contains(store.TaskStatuses, *a.Status) {
+		return store.Task{}, invalid("status", fmt.Sprintf("status %q is not one of %s", *a.Status, strings.Join(store.TaskStatuses, ", ")),
+			"pass one of "+strings.Join(store.TaskStatuses, " | "))
+	}
+	t, err := b.store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{Title: a.Title, Description: a.Description, Status: a.Status})
+	return t, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+}
+
+// DeleteResult answers delete_task.
+type DeleteResult struct {
+	TaskID           string `json:"task_id"`
+	Deleted          bool   `json:"deleted"`
+	StoppedProcesses int    `json:"stopped_processes"`
+	RemovedWorktrees int    `json:"removed_worktrees"`
+}
+
+// DeleteTask stops the task's processes, removes its worktrees and
+// branches, then deletes it with everything below it.
+func (b *Board) DeleteTask(ctx context.Context, a TaskArgs) (DeleteResult, error) {
+	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
+		return DeleteResult{}, err
+	}
+	if _, err := b.store.GetTask(ctx, a.TaskID); err != nil {
+		return DeleteResult{}, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+	}
+	attempts, err := b.store.ListAttempts(ctx, a.TaskID)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	out := DeleteResult{TaskID: a.TaskID}
+	for _, at := range attempts {
+		stopped, err := b.stopAttempt(ctx, at.ID, true, true)
+		if err != nil {
+			return out, err
+		}
+		out.StoppedProcesses += len(stopped)
+	}
+	for _, at := range attempts {
+		repos, err := b.store.AttemptRepos(ctx, at.ID)
+		if err != nil {
+			return out, err
+		}
+		for _, r := range repos {
+			repo, err := b.repoPath(ctx, r.RepoID)
+			if err != nil {
+				return out, err
+			}
+			if err := gitops.RemoveWorktree(ctx, repo, r.WorktreeDir, at.Branch); err != nil {
+				return out, fmt.Errorf("remove worktree of attempt %s: %w", at.ID, err)
+			}
+			out.RemovedWorktrees++
+		}
+		os.RemoveAll(b.attemptRoot(at.ID))
+	}
+	if err := b.store.DeleteTask(ctx, a.TaskID); err != nil {
+		return out, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+	}
+	out.Deleted = true
+	return out, nil
+}
+
+// attemptRoot is the directory holding an attempt's worktrees.
+func (b *Board) attemptRoot(attemptID string) string {
+	return filepath.Join(b.cfg.DataDir, "worktrees", attemptID)
+}
+
+func (b *Board) repoPath(ctx context.Context, repoID string) (string, error) {
+	r, err := b.store.GetRepo(ctx, repoID)
+	if err != nil {
+		return "", err
+	}
+	return r.Path, nil
+}
+
+// ---- attempts ----
+
+// AttemptsResult answers list_task_attempts.
+type AttemptsResult struct {
+	TaskID          string        `json:"task_id"`
+	Attempts        []AttemptInfo `json:"attempts"`
+	LatestAttemptID *string       `json:"latest_attempt_id"`
+	LatestSessionID *string       `json:"latest_session_id"`
+}
+
+// AttemptInfo is one attempt in list_task_attempts.
+type AttemptInfo struct {
+	AttemptID             string  `json:"attempt_id"`
+	WorkspaceBranch       string  `json:"workspace_branch"`
+	Executor              string  `json:"executor"`
+	CreatedAt             string  `json:"created_at"`
+	UpdatedAt             string  `json:"updated_at"`
+	LatestSessionID       *string `json:"latest_session_id"`
+	LatestSessionExecutor *string `json:"latest_session_executor"`
+}
+
+// ListTaskAttempts lists a task's attempts, newest first.
+func (b *Board) ListTaskAttempts(ctx context.Context, a TaskArgs) (AttemptsResult, error) {
+	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
+		return AttemptsResult{}, err
+	}
+	if _, err := b.store.GetTask(ctx, a.TaskID); err != nil {
+		return AttemptsResult{}, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+	}
+	list, err := b.store.ListAttempts(ctx, a.TaskID)
+	if err != nil {
+		return AttemptsResult{}, err
+	}
+	out := AttemptsResult{TaskID: a.TaskID, Attempts: []AttemptInfo{}}
+	for i, at := range list {
+		info := AttemptInfo{AttemptID: at.ID, WorkspaceBranch: at.Branch, Executor: at.Executor, CreatedAt: at.CreatedAt, UpdatedAt: at.UpdatedAt}
+		if se, err := b.store.LatestSession(ctx, at.ID); err == nil {
+			info.LatestSessionID, info.LatestSessionExecutor = &se.ID, &se.Executor
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return AttemptsResult{}, err
+		}
+		if i == 0 {
+			id := at.ID
+			out.LatestAttemptID, out.LatestSessionID = &id, info.LatestSessionID
+		}
+		out.Attempts = append(out.Attempts, info)
+	}
+	return out, nil
+}
+
+// StartArgs are start_task_attempt's arguments.
+type StartArgs struct {
+	TaskID   string         `json:"task_id"`
+	Executor string         `json:"executor"`
+	Variant  string         `json:"variant,omitempty"`
+	Repos    []StartRepoArg `json:"repos,omitempty"`
+}
+
+// StartRepoArg selects a repo for an attempt; TargetBranch overrides the
+// project's.
+type StartRepoArg struct {
+	RepoID       string `json:"repo_id"`
+	TargetBranch string `json:"target_branch,omitempty"`
+}
+
+// StartResult answers start_task_attempt.
+type StartResult struct {
+	AttemptID          string              `json:"attempt_id"`
+	TaskID             string              `json:"task_id"`
+	WorkspaceBranch    string              `json:"workspace_branch"`
+	Executor           string              `json:"executor"`
+	Variant            string              `json:"variant"`
+	Repos              []store.AttemptRepo `json:"repos"`
+	ExecutionProcessID string              `json:"execution_process_id"`
+	RunReason          string              `json:"run_reason"`
+	CreatedAt          string              `json:"created_at"`
+}
+
+// StartTaskAttempt creates one worktree per selected repo (all of the
+// project's when none are selected) on a fresh branch, moves the task to
+// inprogress and starts the first process: a setup script, or the agent.
+func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult, error) {
+	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
+		return StartResult{}, err
+	}
+	task, err := b.store.GetTask(ctx, a.TaskID)
+	if err != nil {
+		return StartResult{}, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+	}
+	profile, variant, err := b.resolveExecutor(a.Executor, a.Variant)
+	if err != nil {
+		return StartResult{}, err
+	}
+	project, err := b.store.GetProject(ctx, task.ProjectID)
+	if err != nil {
+		return StartResult{}, err
+	}
+	selected, err := selectRepos(project, a.Repos)
+	if err != nil {
+		return StartResult{}, err
+	}
+	attemptID := store.NewID()
+	dir := b.attemptRoot(attemptID)
+	branch := gitops.BranchName(attemptID[:8], task.Title)
+	now := store.Now()
+	attempt := store.Attempt{ID: attemptID, TaskID: task.ID, Branch: branch, Executor: profile.Executor, Variant: variant,
+		Dir: dir, CreatedAt: now, UpdatedAt: now}
+	var repos []store.AttemptRepo
+	undo := func() {
+		for _, r := range repos {
+			if p, err := b.repoPath(context.WithoutCancel(ctx), r.RepoID); err == nil {
+				gitops.RemoveWorktree(context.WithoutCancel(ctx), p, r.WorktreeDir, branch)
+			}
+		}
+		os.RemoveAll(dir)
+	}
+	for _, pr := range selected {
+		wt := filepath.Join(dir, pr.Name)
+		base, err := gitops.AddWorktree(ctx, pr.Path, wt, branch, pr.TargetBranch)
+		if err != nil {
+			undo()
+			return StartResult{}, fmt.Errorf("create worktree for repo %s: %w", pr.Name, err)
+		}
+		repos = append(repos, store.AttemptRepo{AttemptID: attemptID, RepoID: pr.ID, RepoName: pr.Name, WorktreeDir: wt,
+			TargetBranch: pr.TargetBranch, BaseCommit: base, SetupScript: pr.SetupScript, CleanupScript: pr.CleanupScript})
+	}
+	// The agent works in the repo itself when there is one, else in the
+	// attempt directory that holds every repo's worktree.
+	if len(repos) == 1 {
+		attempt.Dir = repos[0].WorktreeDir
+	}
+	if err := b.store.CreateAttempt(ctx, attempt, repos); err != nil {
+		undo()
+		return StartResult{}, err
+	}
+	if err := b.store.SetTaskStatus(ctx, task.ID, store.StatusInProgress); err != nil {
+		return StartResult{}, err
+	}
+	c := &chain{b: b, attempt: attempt, repos: repos, profile: profile, variant: variant,
+		prompt: initialPrompt(profile, task), env: b.processEnv(project.ID, task.ID, attemptID)}
+	first, err := c.setup(context.WithoutCancel(ctx), 0)
+	if err != nil {
+		b.settleTask(ctx, task.ID)
+		return StartResult{}, fmt.Errorf("start attempt %s: %w", attemptID, err)
+	}
+	return StartResult{AttemptID: attemptID, TaskID: task.ID, WorkspaceBranch: branch, Executor: profile.Executor,
+		Variant: variant, Repos: repos, ExecutionProcessID: first.ID, RunReason: first.RunReason, CreatedAt: now}, nil
+}
+
+// initialPrompt is what the agent is first asked: the task. SHELL runs its
+// prompt as a script, so it gets the description alone (the title is not
+// a command), or the title when there is no description.
+func initialPrompt(p executor.Profile, t store.Task) string {
+	if p.Executor == "SHELL" {
+		if strings.TrimSpace(t.Description) != "" {
+			return t.Description
+		}
+		return t.Title
+	}
+	if strings.TrimSpace(t.Description) == "" {
+		return t.Title
+	}
+	return t.Title + "\n\n" + t.Description
+}
+
+// processEnv tells a process which attempt it works for, so a plugboard
+// server it starts (as its MCP server) can answer get_context.
+func (b *Board) processEnv(projectID, taskID, attemptID string) []string {
+	return []string{
+		"PLUGBOARD_DATA=" + b.cfg.DataDir,
+		"PLUGBOARD_PROJECT_ID=" + projectID,
+		"PLUGBOARD_TASK_ID=" + taskID,
+		"PLUGBOARD_ATTEMPT_ID=" + attemptID,
+	}
+}
+
+func (b *Board) resolveExecutor(name, variant string) (executor.Profile, string, error) {
+	if strings.TrimSpace(name) == "" {
+		return executor.Profile{}, "", abi.NewEnvelope(abi.CodeMissingRequired, "executor is required",
+			"call list_executors and pass one executor value").WithDetail("field", "executor")
+	}
+	profile, ok := b.executors.Get(name)
+	if !ok {
+		var names []string
+		for _, p := range b.executors.List() {
+			names = append(names, p.Executor)
+		}
+		return executor.Profile{}, "", invalid("executor", fmt.Sprintf("unknown executor %q", name),
+			"call list_executors and pass one executor value as it is").WithDetail("allowed", names)
+	}
+	if !profile.Available {
+		return executor.Profile{}, "", invalid("executor",
+			fmt.Sprintf("executor %s is not available on this machine (%s not found on PATH)", profile.Executor, profile.Binary),
+			"call list_executors and pick one with available=true").WithDetail("executor", profile.Executor)
+	}
+	v, _, err := profile.Variant(variant)
+	if err != nil {
+		return executor.Profile{}, "", invalid("variant", err.Error(),
+			"omit variant for the default, or pass one of list_executors' variants").WithDetail("allowed", profile.VariantNames())
+	}
+	return profile, v, nil
+}
+
+func selectRepos(project store.Project, args []StartRepoArg) ([]store.ProjectRepo, error) {
+	if len(project.Repos) == 0 {
+		return nil, abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("project %s has no repos", project.Name),
+			"add a repo with `plugboard repo add`, then retry")
+	}
+	if len(args) == 0 {
+		return project.Repos, nil
+	}
+	var out []store.ProjectRepo
+	seen := map[string]bool{}
+	for i, ra := range args {
+		field := fmt.Sprintf("repos[%d].repo_id", i)
+		if err := requireID(field, ra.RepoID, "list_repos"); err != nil {
+			return nil, err
+		}
+		if seen[ra.RepoID] {
+			return nil, invalid(field, "repo "+ra.RepoID+" is selected twice", "list each repo once")
+		}
+		seen[ra.RepoID] = true
+		i := slices.IndexFunc(project.Repos, func(r store.ProjectRepo) bool { return r.ID == ra.RepoID })
+		if i < 0 {
+			return nil, abi.NewEnvelope(abi.CodeNotFound, "repo "+ra.RepoID+" is not part of project "+project.Name,
+				"call list_repos with this task's project_id").WithDetail("field", field)
+		}
+		pr := project.Repos[i]
+		if ra.TargetBranch != "" {
+			pr.TargetBranch = ra.TargetBranch
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}

@@ -1,0 +1,383 @@
+package procsup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultMaxLineBytes is the chunk size used when Spec.MaxLineBytes is 0.
+const DefaultMaxLineBytes = 64 << 10
+
+// drainTimeout bounds how long Done waits for the output pipes to reach EOF
+// after the group has been killed. Only a descendant that left the group
+// (setsid, setpgid) can still hold them; its output is not worth a hang.
+const drainTimeout = 2 * time.Second
+
+// Spec describes the child to run.
+type Spec struct {
+	// Dir is the working directory; "" means the host's.
+	Dir string
+	// Argv is the program and its arguments. A program name without a slash
+	// is looked up in the host's PATH, not in Env's.
+	Argv []string
+	// Env holds extra KEY=VALUE pairs appended to os.Environ(); a later
+	// duplicate key wins. PWD is set to Dir unless Env sets it.
+	Env []string
+	// Stdin is written to the child's stdin, which is then closed; "" gives
+	// the child /dev/null.
+	Stdin string
+	// MaxLineBytes is the longest line delivered in one piece; a longer line
+	// arrives as several consecutive chunks of at most this size. It is also
+	// the read buffer per stream, so it bounds memory whatever the child
+	// prints. 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+}
+
+// Stream names an output stream of the child.
+type Stream string
+
+// The child's output streams.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// OnLine receives one line of output without its "\n" (and without a "\r"
+// before it); an unterminated last line is delivered too. Lines of one
+// stream arrive in order. Calls are serialised across both streams, so the
+// callback may number lines without locking. line is a fresh copy the
+// callback may keep. The callback should return promptly: the other stream
+// waits for it, and a child whose pipe fills up blocks on its next write.
+type OnLine func(stream Stream, line []byte)
+
+// Values of Result.StoppedBy.
+const (
+	StopGraceful = "graceful"
+	StopForce    = "force"
+)
+
+// Result is how the process ended.
+type Result struct {
+	// ExitCode is the exit status, or -1 if the process was killed by a
+	// signal.
+	ExitCode int
+	// Signal names the signal that killed the process ("interrupt",
+	// "killed"), or is "".
+	Signal string
+	// StoppedBy is "" if no Stop reached the process before it exited,
+	// StopForce if any Stop(true) did, otherwise StopGraceful, also when a
+	// graceful stop had to escalate to SIGKILL (Signal then says "killed").
+	StoppedBy string
+	// Err is non-nil when the run could not be observed completely: waiting
+	// or reading output failed, or output was cut off because a descendant
+	// outside the group kept a pipe open. It does not report a non-zero exit.
+	Err error
+}
+
+// ErrRunning is Result's Err while the process has not finished.
+var ErrRunning = errors.New("procsup: process still running")
+
+// Process is a running (or finished) child. Its methods are safe for
+// concurrent use.
+type Process struct {
+	pid      int
+	identity string
+	onLine   OnLine
+	done     chan struct{}
+	result   Result // written once before done is closed
+
+	deliverMu sync.Mutex // serialises onLine
+
+	mu          sync.Mutex
+	reaped      bool // the leader is about to be reaped: its pid may be reused, so no more signals
+	interrupted bool
+	stoppedBy   string
+}
+
+// Start starts the child described by spec and returns once it is running.
+// ctx bounds only the start: the child outlives the request that started
+// it. On error nothing is left running.
+func Start(ctx context.Context, spec Spec, onLine OnLine) (*Process, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return nil, errors.New("procsup: start: empty Argv")
+	}
+	name := spec.Argv[0]
+	wrap := func(err error) error {
+		return fmt.Errorf("procsup: start %q in dir %q: %w", name, spec.Dir, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, wrap(err)
+	}
+	maxLine := spec.MaxLineBytes
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLineBytes
+	}
+
+	cmd := exec.Command(name, spec.Argv[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = environ(spec)
+	// Setsid rather than only Setpgid: the child also loses the controlling
+	// terminal, so a tool that opens /dev/tty (a git credential prompt)
+	// fails instead of being stopped by SIGTTIN for ever when the host runs
+	// in a terminal. The session leader leads its process group all the same.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+
+	pp, err := newPipes(spec.Stdin != "")
+	if err != nil {
+		return nil, wrap(err)
+	}
+	cmd.Stdout, cmd.Stderr = pp.outW, pp.errW
+	if pp.inR != nil {
+		cmd.Stdin = pp.inR
+	}
+
+	p := &Process{onLine: onLine, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go p.supervise(cmd, pp, spec.Stdin, maxLine, started)
+	if err := <-started; err != nil {
+		return nil, wrap(err)
+	}
+	return p, nil
+}
+
+func environ(spec Spec) []string {
+	env := os.Environ()
+	// exec.Cmd sets PWD only when Env is nil; without this the child would
+	// inherit the host's PWD, which tools that trust $PWD would believe.
+	if spec.Dir != "" {
+		if abs, err := filepath.Abs(spec.Dir); err == nil {
+			env = append(env, "PWD="+abs)
+		}
+	}
+	return append(env, spec.Env...)
+}
+
+// pipes are created by hand rather than with Cmd.StdoutPipe because Cmd.Wait
+// closes its pipes at exit, which would lose output still buffered in them.
+type pipes struct {
+	outR, outW, errR, errW *os.File
+	inR, inW               *os.File // nil when stdin is /dev/null
+}
+
+func newPipes(withStdin bool) (*pipes, error) {
+	pp := &pipes{}
+	var err error
+	if pp.outR, pp.outW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if pp.errR, pp.errW, err = os.Pipe(); err != nil {
+		pp.closeAll()
+		return nil, err
+	}
+	if withStdin {
+		if pp.inR, pp.inW, err = os.Pipe(); err != nil {
+			pp.closeAll()
+			return nil, err
+		}
+	}
+	return pp, nil
+}
+
+// closeChildEnds drops the host's copies of the ends the child uses, so EOF
+// arrives when the last process holding them goes.
+func (pp *pipes) closeChildEnds() {
+	for _, f := range []*os.File{pp.outW, pp.errW, pp.inR} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (pp *pipes) closeAll() {
+	pp.closeChildEnds()
+	for _, f := range []*os.File{pp.outR, pp.errR, pp.inW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// supervise forks the child and stays with it until it is reaped and its
+// output delivered. It runs locked to its OS thread from the fork until the
+// reap: that thread is the child's parent for Pdeathsig, so it must not exit
+// or be handed to other goroutines (which could exit it) in between.
+func (p *Process) supervise(cmd *exec.Cmd, pp *pipes, stdin string, maxLine int, started chan<- error) {
+	runtime.LockOSThread()
+	if err := cmd.Start(); err != nil {
+		runtime.UnlockOSThread()
+		pp.closeAll()
+		started <- err
+		return
+	}
+	pp.closeChildEnds()
+	p.pid = cmd.Process.Pid
+	// Read now: the leader cannot be reaped before this goroutine reaps it,
+	// so its /proc entry is still there even if it has already exited.
+	p.identity, _ = Identity(p.pid)
+
+	var readers sync.WaitGroup
+	var outErr, errErr error
+	readers.Add(2)
+	go func() { defer readers.Done(); outErr = p.read(pp.outR, Stdout, maxLine) }()
+	go func() { defer readers.Done(); errErr = p.read(pp.errR, Stderr, maxLine) }()
+	var stdinDone chan struct{}
+	if pp.inW != nil {
+		stdinDone = make(chan struct{})
+		go func() {
+			defer close(stdinDone)
+			// EPIPE just means the child stopped reading; Go reports it as
+			// an error rather than dying of SIGPIPE on non-stdio fds.
+			_, _ = io.WriteString(pp.inW, stdin)
+			pp.inW.Close()
+		}()
+	}
+	started <- nil
+
+	var errs []error
+	waitidErr := waitExited(p.pid)
+	p.mu.Lock()
+	if waitidErr == nil {
+		// The leader is a zombie, so the group id is still ours: kill what
+		// it left behind.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	} else {
+		errs = append(errs, fmt.Errorf("procsup: waitid %d: %w", p.pid, waitidErr))
+	}
+	p.reaped = true
+	stoppedBy := p.stoppedBy
+	p.mu.Unlock()
+	waitErr := cmd.Wait()
+	runtime.UnlockOSThread()
+
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+	timer := time.NewTimer(drainTimeout)
+	select {
+	case <-drained:
+	case <-timer.C:
+		errs = append(errs, fmt.Errorf("procsup: output cut off: a descendant of %d outside its process group kept a pipe open %v after exit", p.pid, drainTimeout))
+		// Closing unblocks the pending reads.
+		pp.outR.Close()
+		pp.errR.Close()
+		<-drained
+	}
+	timer.Stop()
+	pp.outR.Close()
+	pp.errR.Close()
+	if pp.inW != nil {
+		pp.inW.Close() // unblocks a write to a stdin nobody reads
+		<-stdinDone
+	}
+
+	res := Result{ExitCode: -1, StoppedBy: stoppedBy}
+	if st := cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Exited():
+				res.ExitCode = ws.ExitStatus()
+			case ws.Signaled():
+				res.Signal = ws.Signal().String()
+			}
+		}
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		errs = append(errs, fmt.Errorf("procsup: wait %d: %w", p.pid, waitErr))
+	}
+	for _, e := range []error{outErr, errErr} {
+		if e != nil && !errors.Is(e, os.ErrClosed) {
+			errs = append(errs, fmt.Errorf("procsup: read output of %d: %w", p.pid, e))
+		}
+	}
+	res.Err = errors.Join(errs...)
+	p.result = res
+	close(p.done)
+}
+
+func (p *Process) read(f *os.File, stream Stream, maxLine int) error {
+	return splitLines(f, maxLine, func(line []byte) {
+		cp := make([]byte, len(line))
+		copy(cp, line)
+		p.deliverMu.Lock()
+		defer p.deliverMu.Unlock()
+		if p.onLine != nil {
+			p.onLine(stream, cp)
+		}
+	})
+}
+
+// PID is the child's process id, which is also its process group id.
+func (p *Process) PID() int { return p.pid }
+
+// Identity is the child's identity token (see Identity), or "" if it could
+// not be read. Store it with the pid for KillGroupIf.
+func (p *Process) Identity() string { return p.identity }
+
+// Done is closed once the child has exited, what it left in its group has
+// been killed, and all its output has been delivered to OnLine (or, if a
+// descendant that left the group holds a pipe, 2 s after the exit).
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Result is how the process ended. Before Done it has ExitCode -1 and Err
+// ErrRunning.
+func (p *Process) Result() Result {
+	select {
+	case <-p.done:
+		return p.result
+	default:
+		return Result{ExitCode: -1, Err: ErrRunning}
+	}
+}
+
+// Stop stops the process group and returns once Done is closed. force sends
+// SIGKILL now; otherwise SIGINT is sent and, if the process is still there
+// after grace, SIGKILL. It is safe to call concurrently, repeatedly and after
+// exit; later calls never send a second SIGINT, which some agents read as
+// "quit now" rather than "wrap up".
+func (p *Process) Stop(force bool, grace time.Duration) {
+	if force {
+		p.signal(syscall.SIGKILL, StopForce)
+		<-p.done
+		return
+	}
+	p.signal(syscall.SIGINT, StopGraceful)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return
+	case <-timer.C:
+	}
+	p.signal(syscall.SIGKILL, "")
+	<-p.done
+}
+
+func (p *Process) signal(sig syscall.Signal, by string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return
+	}
+	if sig == syscall.SIGINT {
+		if p.interrupted {
+			return
+		}
+		p.interrupted = true
+	}
+	switch {
+	case by == StopForce:
+		p.stoppedBy = StopForce
+	case by == StopGraceful && p.stoppedBy == "":
+		p.stoppedBy = StopGraceful
+	}
+	_ = syscall.Kill(-p.pid, sig)
+}

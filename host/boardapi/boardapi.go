@@ -1,0 +1,160 @@
+// Package boardapi exposes the task board to plugins: it serves the
+// abi.FuncBoard host function, checking each operation's capability
+// against the calling plugin's grants, decoding the operation's arguments
+// strictly and answering with the board's JSON result or an envelope.
+//
+// It owns the operation table (name → capability, argument type, board
+// method). It must not hold state or workflow of its own: the board does
+// the work, runtime delivers the bytes.
+package boardapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/board"
+)
+
+// handler runs one operation on decoded arguments.
+type handler func(ctx context.Context, b *board.Board, args json.RawMessage) (any, error)
+
+// op adapts a board method taking an argument struct.
+func op[A, R any](method func(*board.Board, context.Context, A) (R, error)) handler {
+	return func(ctx context.Context, b *board.Board, raw json.RawMessage) (any, error) {
+		var a A
+		if err := decodeArgs(raw, &a); err != nil {
+			return nil, err
+		}
+		return method(b, ctx, a)
+	}
+}
+
+// noArgs adapts a board method without arguments.
+func noArgs[R any](method func(*board.Board, context.Context) (R, error)) handler {
+	return func(ctx context.Context, b *board.Board, raw json.RawMessage) (any, error) {
+		var none struct{}
+		if err := decodeArgs(raw, &none); err != nil {
+			return nil, err
+		}
+		return method(b, ctx)
+	}
+}
+
+var handlers = map[string]handler{
+	abi.OpListProjects:       noArgs((*board.Board).ListProjects),
+	abi.OpListRepos:          op((*board.Board).ListRepos),
+	abi.OpListExecutors:      noArgs((*board.Board).ListExecutors),
+	abi.OpListTasks:          op((*board.Board).ListTasks),
+	abi.OpGetTask:            op((*board.Board).GetTask),
+	abi.OpListTaskAttempts:   op((*board.Board).ListTaskAttempts),
+	abi.OpGetAttemptStatus:   op((*board.Board).GetAttemptStatus),
+	abi.OpTailAttemptLogs:    op((*board.Board).TailAttemptLogs),
+	abi.OpTailSessionMessage: op((*board.Board).TailSessionMessages),
+	abi.OpGetContext:         noArgs((*board.Board).GetContext),
+	abi.OpCreateTask:         op((*board.Board).CreateTask),
+	abi.OpUpdateTask:         op((*board.Board).UpdateTask),
+	abi.OpDeleteTask:         op((*board.Board).DeleteTask),
+	abi.OpStartTaskAttempt:   op((*board.Board).StartTaskAttempt),
+	abi.OpFollowUp:           op((*board.Board).FollowUp),
+	abi.OpStopAttempt:        op((*board.Board).StopAttempt),
+	abi.OpGetAttemptChanges:  op((*board.Board).GetAttemptChanges),
+	abi.OpGetAttemptPatch:    op((*board.Board).GetAttemptPatch),
+	abi.OpGetAttemptFile:     op((*board.Board).GetAttemptFile),
+}
+
+// decodeArgs decodes strictly: an unknown field or a wrong type is an
+// invalid_argument naming the field, so a plugin bug surfaces at once.
+func decodeArgs(raw json.RawMessage, into any) error {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		env := abi.NewEnvelope(abi.CodeInvalidArgument, "board arguments: "+err.Error(), "fix the named argument and retry")
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
+			env.WithDetail("field", typeErr.Field)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			env.WithDetail("field", strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
+		}
+		return env
+	}
+	return nil
+}
+
+// API serves board calls from plugins.
+type API struct {
+	board *board.Board
+	log   *slog.Logger
+}
+
+// New returns the API over b.
+func New(b *board.Board, log *slog.Logger) *API {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &API{board: b, log: log}
+}
+
+// Ops lists the operations served, sorted.
+func Ops() []string {
+	out := make([]string, 0, len(handlers))
+	for name := range handlers {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Handle serves one abi.BoardRequest. granted reports the calling plugin's
+// grants. Every failure is an envelope; a failure that is not the
+// caller's to fix is logged and reported as internal.
+func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte) (json.RawMessage, *abi.Envelope) {
+	var r struct {
+		Op   string          `json:"op"`
+		Args json.RawMessage `json:"args"`
+	}
+	if err := json.Unmarshal(req, &r); err != nil {
+		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "board request is not a BoardRequest: "+err.Error(),
+			`send {"op": NAME, "args": {...}}`)
+	}
+	capability, known := abi.BoardOps[r.Op]
+	h := handlers[r.Op]
+	if !known || h == nil {
+		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, fmt.Sprintf("unknown board operation %q", r.Op),
+			"use one of the operations in abi.BoardOps").WithDetail("ops", Ops())
+	}
+	if !granted(capability) {
+		return nil, abi.NewEnvelope(abi.CodePermissionDenied,
+			fmt.Sprintf("board operation %s needs capability %q, which this plugin was not granted", r.Op, capability),
+			"declare the capability in the plugin manifest (sdk.Require) and ask the operator to grant it").
+			WithDetail("op", r.Op).WithDetail("capability", capability)
+	}
+	result, err := h(ctx, a.board, r.Args)
+	if err != nil {
+		var env *abi.Envelope
+		if errors.As(err, &env) {
+			return nil, env
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, abi.NewEnvelope(abi.CodeCancelled, "board "+r.Op+": "+err.Error(), "retry with more time")
+		}
+		a.log.Error("board operation failed", "op", r.Op, "err", err)
+		return nil, abi.NewEnvelope(abi.CodeInternal, "board "+r.Op+": "+err.Error(), "retry; if it persists, check the host log")
+	}
+	out, err := json.Marshal(result)
+	if err != nil {
+		a.log.Error("encode board result", "op", r.Op, "err", err)
+		return nil, abi.NewEnvelope(abi.CodeInternal, "board "+r.Op+": encode result: "+err.Error(), "")
+	}
+	return out, nil
+}
