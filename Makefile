@@ -4,7 +4,7 @@
 #   make demo    build, then inspect and call the first-party plugins end to end
 #   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck
-#   make bench   benchmarks in bench/, output also in dist/bench.txt
+#   make bench   benchmarks in bench/ and host/board/..., output also in dist/bench.txt
 #   make clean   remove bin/ and dist/
 #
 # Only Go is needed; everything else is fetched through the module proxy.
@@ -68,7 +68,7 @@ test: build
 
 bench:
 	@mkdir -p dist
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... | tee dist/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... ./host/board/... | tee dist/bench.txt
 	@echo "==> benchmark output saved in dist/bench.txt"
 
 demo: build

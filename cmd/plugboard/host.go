@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/boardapi"
 	"github.com/plugboard/plugboard/host/dispatch"
@@ -88,7 +90,7 @@ type host struct {
 	engine     *runtime.Engine
 	registry   *registry.Registry
 	dispatcher *dispatch.Dispatcher
-	board      *board.Board
+	board      *boardHandle
 	dataDir    string
 }
 
@@ -119,30 +121,38 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := h.openBoard(ctx, data, log)
-	if err != nil {
-		return nil, err
-	}
+	// The board opens (migrations, crash recovery) while plugins load:
+	// tools/list does not wait for it, a board call does.
+	bh := &boardHandle{ready: make(chan struct{})}
+	go func() {
+		defer close(bh.ready)
+		bh.b, bh.err = h.openBoard(context.WithoutCancel(ctx), data, log)
+		if bh.err != nil {
+			log.Error("task board unavailable; board operations will fail", "data", data, "err", bh.err)
+			return
+		}
+		bh.api = boardapi.New(bh.b, log)
+	}()
 	engine, err := runtime.New(ctx, runtime.Config{
 		CacheDir:         filepath.Join(data, "compiled"),
 		MemoryLimitPages: uint32(h.memoryMiB * 16),
 		MaxInstances:     h.maxInstances,
 		Logger:           log,
-		Board:            boardapi.New(b, log).Handle,
+		Board:            bh.handle,
 	})
 	if err != nil {
-		b.Close()
+		bh.close()
 		return nil, err
 	}
 	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log, Grants: policy})
 	if err != nil {
 		_ = engine.Close(ctx)
-		b.Close()
+		bh.close()
 		return nil, err
 	}
 	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log})
 	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()))
-	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: b}, nil
+	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: bh}, nil
 }
 
 // close waits up to shutdownGrace for calls in flight (their contexts are
@@ -153,7 +163,7 @@ func (h *host) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
 	defer cancel()
 	// Processes first: agents do not outlive the host that records them.
-	if err := h.board.Close(); err != nil {
+	if err := h.board.close(); err != nil {
 		h.log.Warn("close board", "err", err)
 	}
 	if err := h.registry.Close(ctx); err != nil {
@@ -164,3 +174,34 @@ func (h *host) close(ctx context.Context) {
 }
 
 const shutdownGrace = 10 * time.Second
+
+// boardHandle is the task board as it opens in the background.
+type boardHandle struct {
+	ready chan struct{}
+	b     *board.Board
+	api   *boardapi.API
+	err   error
+}
+
+// handle serves the board host function once the board is open.
+func (bh *boardHandle) handle(ctx context.Context, granted func(string) bool, req []byte) (json.RawMessage, *abi.Envelope) {
+	select {
+	case <-bh.ready:
+	case <-ctx.Done():
+		return nil, abi.NewEnvelope(abi.CodeCancelled, "the call ended while the task board was opening", "retry the call")
+	}
+	if bh.err != nil {
+		return nil, abi.NewEnvelope(abi.CodeUnavailable, "the task board could not be opened: "+bh.err.Error(),
+			"the operator must fix the data directory (see the server log)")
+	}
+	return bh.api.Handle(ctx, granted, req)
+}
+
+// close waits for the board to open, then closes it.
+func (bh *boardHandle) close() error {
+	<-bh.ready
+	if bh.b == nil {
+		return nil
+	}
+	return bh.b.Close()
+}

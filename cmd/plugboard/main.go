@@ -26,6 +26,23 @@ Usage:
   plugboard plugin inspect [--json] FILE.wasm                 manifest, imports, capabilities, size, sha256
   plugboard version
 
+Task board (every board command takes --data DIR, --json where it prints data):
+  plugboard project create NAME --repo PATH[@BRANCH]... [--setup-script S] [--cleanup-script S]
+  plugboard project list
+  plugboard repo add PROJECT --repo PATH[@BRANCH] [--name N] [--setup-script S] [--cleanup-script S]
+  plugboard repo list PROJECT
+  plugboard task create PROJECT TITLE [--description TEXT | --description-file FILE]   prints the task id
+  plugboard task list PROJECT [--status S]
+  plugboard attempt start TASK_ID --executor E [--variant V] [--repo REPO_ID[@BRANCH]]...
+                                   runs the attempt in the foreground, streaming its log;
+                                   exit 0 completed, 1 failed, 130 interrupted (Ctrl-C stops it)
+  plugboard attempt list TASK_ID
+  plugboard attempt status ATTEMPT_ID
+  plugboard attempt logs ATTEMPT_ID [--channel normalized|raw] [--limit N] [--follow]
+  plugboard attempt stop ATTEMPT_ID [--force]
+  plugboard attempt executors
+PROJECT is a project id or exact name.
+
 Run 'plugboard COMMAND -h' for a command's flags.
 `
 
@@ -83,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return cmdPluginInspect(ctx, args[2:], stdout, stderr)
 		}
 		return usageError("unknown plugin subcommand %q", args[1])
+	case "project", "repo", "task", "attempt":
+		return cmdBoard(ctx, args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "plugboard", version)
 		return nil

@@ -584,3 +584,62 @@ func TestBadInputChangesNothing(t *testing.T) {
 		t.Fatalf("worktrees left: %v", entries)
 	}
 }
+
+// TestStopFromAnotherHost stops a process that a second board on the same
+// data directory (another plugboard process, say) supervises.
+func TestStopFromAnotherHost(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	task := f.task(t, "long", "echo ready; sleep 30")
+	res := f.start(t, task.ID)
+	waitLog(t, f.b, res.AttemptID, "ready")
+	other := openBoard(t, Config{DataDir: f.b.cfg.DataDir})
+	stop, err := other.StopAttempt(ctx, StopArgs{AttemptID: res.AttemptID})
+	if err != nil || len(stop.Stopped) != 1 || stop.State != StateFailed || !strings.HasPrefix(*stop.FailureSummary, "killed") {
+		t.Fatalf("stop = %+v, %v", stop, err)
+	}
+	st := settle(t, f.b, res.AttemptID)
+	if st.State != StateFailed || st.TaskStatus != store.StatusInReview {
+		t.Fatalf("status after foreign stop = %+v", st)
+	}
+}
+
+// TestRecoverMarksOrphansKilled: a process row left running by a host that
+// no longer exists is marked killed when a board opens, its queued
+// follow-up discarded and its task moved to inreview; a row owned by a live
+// host is left alone.
+func TestRecoverMarksOrphansKilled(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	task := f.task(t, "t", "true")
+	res := f.start(t, task.ID)
+	settle(t, f.b, res.AttemptID)
+	se, err := f.b.store.LatestSession(ctx, res.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.b.store.SetTaskStatus(ctx, task.ID, store.StatusInProgress)
+	orphan := &store.Process{AttemptID: res.AttemptID, SessionID: &se.ID, RunReason: store.ReasonCodingAgent,
+		Command: "claude", Owner: "999999999/gone", PID: 999999999, Identity: "old-boot/1"}
+	live := &store.Process{AttemptID: res.AttemptID, RunReason: store.ReasonDevServer, Command: "npm run dev", Owner: f.b.owner}
+	for _, p := range []*store.Process{orphan, live} {
+		if err := f.b.store.CreateProcess(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.b.store.QueueMessage(ctx, se.ID, "later", "")
+
+	other := openBoard(t, Config{DataDir: f.b.cfg.DataDir})
+	got, _ := other.store.GetProcess(ctx, orphan.ID)
+	if got.Status != store.ProcKilled || got.CompletedAt == nil {
+		t.Fatalf("orphan = %+v", got)
+	}
+	if got, _ := other.store.GetProcess(ctx, live.ID); got.Status != store.ProcRunning {
+		t.Fatalf("live host's process touched: %+v", got)
+	}
+	st, _ := other.GetAttemptStatus(ctx, AttemptArgs{AttemptID: res.AttemptID})
+	if st.State != StateFailed || *st.FailureSummary != "killed (host exited)" || st.QueuedFollowUp || st.TaskStatus != store.StatusInReview {
+		t.Fatalf("status after recovery = %+v", st)
+	}
+	f.b.store.FinishProcess(ctx, live.ID, store.ProcKilled, nil, "")
+}

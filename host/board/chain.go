@@ -2,7 +2,6 @@ package board
 
 import (
 	"context"
-	"time"
 
 	"github.com/plugboard/plugboard/host/board/executor"
 	"github.com/plugboard/plugboard/host/board/store"
@@ -176,27 +175,4 @@ func (b *Board) stopping(attemptID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.stops[attemptID] > 0
-}
-
-// waitRecorded waits until this host has recorded the end of process id
-// (if it supervises it) or until the store shows it ended, up to timeout.
-func (b *Board) waitRecorded(ctx context.Context, id string, timeout time.Duration) {
-	b.mu.Lock()
-	r := b.running[id]
-	b.mu.Unlock()
-	if r != nil {
-		select {
-		case <-r.recorded:
-		case <-time.After(timeout):
-		}
-		return
-	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		p, err := b.store.GetProcess(ctx, id)
-		if err != nil || p.Status != store.ProcRunning {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

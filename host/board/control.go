@@ -269,15 +269,22 @@ func (b *Board) stopProcess(ctx context.Context, p store.Process, force bool) {
 		<-r.recorded
 		return
 	}
+	// Record the stop first: the owner's own record of the exit then
+	// changes nothing (only running rows are updated), so the process ends
+	// killed, as a stop must, and its chain does not go on.
+	how := "graceful"
+	if force {
+		how = "force"
+	}
+	b.store.FinishProcess(ctx, p.ID, store.ProcKilled, nil, "stopped ("+how+")")
 	if p.PID > 0 && !force {
 		syscall.Kill(-p.PID, syscall.SIGINT)
-		b.waitRecorded(ctx, p.ID, grace)
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) && procsup.Alive(p.PID) {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	if p.PID > 0 {
 		procsup.KillGroupIf(p.PID, p.Identity)
-	}
-	b.waitRecorded(ctx, p.ID, 2*time.Second)
-	if cur, err := b.store.GetProcess(ctx, p.ID); err == nil && cur.Status == store.ProcRunning && !ownerAlive(cur.Owner) {
-		b.store.FinishProcess(ctx, p.ID, store.ProcKilled, nil, "stopped (owner host gone)")
 	}
 }

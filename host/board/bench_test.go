@@ -1,0 +1,78 @@
+package board
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// benchRepo is a repository of 200 small committed files, a plausible
+// small project for worktree creation.
+func benchRepo(b *testing.B) string {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "app")
+	for i := range 200 {
+		p := filepath.Join(dir, fmt.Sprintf("pkg%02d", i%20), fmt.Sprintf("f%03d.go", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(fmt.Sprintf("package pkg\n\nconst N%d = %d\n", i, i)), 0o644)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
+		{"-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "-m", "initial"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// BenchmarkStartAttempt times start_task_attempt: validation, one git
+// worktree on a new branch, the database rows, and the SHELL process
+// spawned. The process's run is waited for outside the timer.
+func BenchmarkStartAttempt(b *testing.B) {
+	ctx := context.Background()
+	repo := benchRepo(b)
+	bd, err := Open(ctx, Config{DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bd.Close()
+	p, err := bd.CreateProject(ctx, "bench", []RepoSpec{{Path: repo}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	task, err := bd.CreateTask(ctx, CreateTaskArgs{ProjectID: p.ID, Title: "bench", Description: "true"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := bd.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "SHELL"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		bd.chains.Wait()
+		b.StartTimer()
+		_ = res
+	}
+}
+
+// BenchmarkGitWorktreeAdd is the baseline for BenchmarkStartAttempt: the
+// bare `git worktree add -b` it cannot avoid.
+func BenchmarkGitWorktreeAdd(b *testing.B) {
+	repo := benchRepo(b)
+	root := b.TempDir()
+	i := 0
+	for b.Loop() {
+		i++
+		cmd := exec.Command("git", "worktree", "add", "-q", "-b", fmt.Sprintf("bench-%d", i), filepath.Join(root, fmt.Sprint(i)), "main")
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v %s", err, out)
+		}
+	}
+}
