@@ -40,7 +40,21 @@ type Tool struct {
 	// TimeoutMS overrides the host's default per-call deadline for this tool;
 	// the host clamps it to its own maximum.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// When names a condition the host must meet to list and serve the tool
+	// (one of Conditions); "" means always.
+	When string `json:"when,omitempty"`
 }
+
+// Conditions a tool may name in Tool.When.
+const (
+	// WhenAttemptContext: the server runs inside a task attempt (serve
+	// --attempt, or $PLUGBOARD_ATTEMPT_ID set by the board), so get_context
+	// has something to describe.
+	WhenAttemptContext = "attempt_context"
+)
+
+// Conditions lists every valid Tool.When value.
+var Conditions = []string{WhenAttemptContext}
 
 // Annotations are MCP tool annotations (hints to clients, not guarantees).
 type Annotations struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // toolName is MCP's tool-name rule: 1-128 of letters, digits, '_', '-', '.'.
@@ -51,6 +52,9 @@ func (m *Manifest) Validate() error {
 		}
 		if t.TimeoutMS < 0 {
 			errs = append(errs, fmt.Errorf("%s: timeout_ms is negative", where))
+		}
+		if t.When != "" && !slices.Contains(Conditions, t.When) {
+			errs = append(errs, fmt.Errorf("%s: when %q is not one of %v", where, t.When, Conditions))
 		}
 	}
 	return errors.Join(errs...)

@@ -27,6 +27,9 @@ type ToolSpec struct {
 	Idempotency *abi.Idempotency
 	// TimeoutMS overrides the host's default deadline for this tool.
 	TimeoutMS int64
+	// When names a host condition for listing the tool (abi.Conditions);
+	// "" means always.
+	When string
 	// InputSchema, when set, replaces the schema inferred from the input
 	// type (for shapes a Go struct cannot express, such as oneOf). Its
 	// top-level type must be "object".
@@ -274,6 +277,7 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 			Annotations:  t.spec.Annotations,
 			Idempotency:  t.spec.Idempotency,
 			TimeoutMS:    t.spec.TimeoutMS,
+			When:         t.spec.When,
 		})
 	}
 	return m, nil

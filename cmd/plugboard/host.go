@@ -144,7 +144,12 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 		bh.close()
 		return nil, err
 	}
-	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log, Grants: policy})
+	var conditions []string
+	if h.attempt != "" {
+		conditions = append(conditions, abi.WhenAttemptContext)
+	}
+	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log,
+		Grants: policy, Conditions: conditions})
 	if err != nil {
 		_ = engine.Close(ctx)
 		bh.close()

@@ -96,6 +96,9 @@ type Options struct {
 	// Grants decides which declared capabilities each plugin receives;
 	// nil grants every plugin what it declares.
 	Grants *grants.Policy
+	// Conditions are the abi.Conditions this host meets; a tool whose When
+	// names another is not served (not listed, and calls get tool_not_found).
+	Conditions []string
 }
 
 // Load finds and loads every plugin. A broken plugin is logged and recorded
@@ -148,15 +151,20 @@ func Load(ctx context.Context, opts Options) (*Registry, error) {
 			opts.Logger.Warn("plugin capabilities withheld by the grants policy; calls needing them get permission_denied",
 				"plugin", p.Name(), "withheld", withheld, "granted", p.granted)
 		}
-		r.add(p, opts.Logger)
+		r.add(p, opts)
 	}
 	return r, nil
 }
 
-func (r *Registry) add(p *Plugin, log *slog.Logger) {
+func (r *Registry) add(p *Plugin, opts Options) {
+	log := opts.Logger
 	served := 0
 	for i := range p.Manifest.Tools {
 		def := &p.Manifest.Tools[i]
+		if def.When != "" && !slices.Contains(opts.Conditions, def.When) {
+			log.Debug("tool not served: its condition is not met", "tool", def.Name, "plugin", p.Name(), "when", def.When)
+			continue
+		}
 		if prev, dup := r.tools[def.Name]; dup {
 			err := fmt.Errorf("tool %q is already served by plugin %s (%s); refused for plugin %s (%s)",
 				def.Name, prev.Plugin.Name(), prev.Plugin.Path, p.Name(), p.Path)
