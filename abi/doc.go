@@ -47,6 +47,22 @@
 // manifest lists its capability (see [HostFunctions]); a refused call returns
 // a permission_denied envelope in the response, never a trap.
 //
+// [FuncBoard] serves the task board: the request is a [BoardRequest]
+// {"op", "args"}, and each operation in [BoardOps] needs its own capability
+// ([CapBoardRead], [CapBoardWrite], [CapBoardControl], [CapWorkspaceRead]),
+// granted by the operator out of what the manifest declares.
+//
+// # Tool fields beyond MCP
+//
+// A manifest [Tool] may add: outputSchema; annotations; idempotency (the host
+// deduplicates calls by the named key field); timeout_ms; when (a condition
+// from [Conditions] the host must meet to list the tool, e.g. get_context only
+// inside an attempt); and rules ([Rule]: exactly_one, at_most_one, require,
+// forbid, optionally limited to a mode) that the host checks before the
+// schema, so a violation gets its precise code (ambiguous_target,
+// mixed_pagination, missing_required) and hint even from clients that ignore
+// the schema's oneOf.
+//
 // # Manifest section
 //
 // `plugboard plugin build` runs describe once and embeds the manifest JSON in

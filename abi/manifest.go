@@ -43,6 +43,9 @@ type Tool struct {
 	// When names a condition the host must meet to list and serve the tool
 	// (one of Conditions); "" means always.
 	When string `json:"when,omitempty"`
+	// Rules are mode rules the host checks before the schema, to give a
+	// violation its precise code and hint (see Rule).
+	Rules []Rule `json:"rules,omitempty"`
 }
 
 // Conditions a tool may name in Tool.When.

@@ -53,6 +53,11 @@ func (m *Manifest) Validate() error {
 		if t.TimeoutMS < 0 {
 			errs = append(errs, fmt.Errorf("%s: timeout_ms is negative", where))
 		}
+		for j, r := range t.Rules {
+			if err := r.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: rules[%d]: %w", where, j, err))
+			}
+		}
 		if t.When != "" && !slices.Contains(Conditions, t.When) {
 			errs = append(errs, fmt.Errorf("%s: when %q is not one of %v", where, t.When, Conditions))
 		}

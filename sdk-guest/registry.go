@@ -30,6 +30,9 @@ type ToolSpec struct {
 	// When names a host condition for listing the tool (abi.Conditions);
 	// "" means always.
 	When string
+	// Rules are mode rules the host checks before the schema (abi.Rule),
+	// giving agents precise codes; the schema must express them too.
+	Rules []abi.Rule
 	// InputSchema, when set, replaces the schema inferred from the input
 	// type (for shapes a Go struct cannot express, such as oneOf). Its
 	// top-level type must be "object".
@@ -278,6 +281,7 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 			Idempotency:  t.spec.Idempotency,
 			TimeoutMS:    t.spec.TimeoutMS,
 			When:         t.spec.When,
+			Rules:        t.spec.Rules,
 		})
 	}
 	return m, nil

@@ -20,8 +20,9 @@ import (
 
 // Validator checks arguments of one tool.
 type Validator struct {
-	tool string
-	raw  json.RawMessage
+	tool  string
+	raw   json.RawMessage
+	rules []abi.Rule
 
 	once     sync.Once
 	resolved *jsonschema.Resolved
@@ -29,10 +30,11 @@ type Validator struct {
 	err      error
 }
 
-// New returns a validator for tool's input schema. Resolution is deferred
-// to the first Validate so start-up stays independent of schema count.
-func New(tool string, inputSchema json.RawMessage) *Validator {
-	return &Validator{tool: tool, raw: inputSchema}
+// New returns a validator for tool's input schema and mode rules.
+// Resolution is deferred to the first Validate so start-up stays
+// independent of schema count.
+func New(tool string, inputSchema json.RawMessage, rules ...abi.Rule) *Validator {
+	return &Validator{tool: tool, raw: inputSchema, rules: rules}
 }
 
 func (v *Validator) resolve() {
@@ -66,9 +68,13 @@ func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
 				"send arguments as a JSON object matching the tool's inputSchema")
 		}
 	}
-	if _, ok := instance.(map[string]any); !ok {
+	obj, ok := instance.(map[string]any)
+	if !ok {
 		return v.envelope(abi.CodeInvalidArgument, "", fmt.Sprintf("arguments must be a JSON object, got %s", jsonType(instance)),
 			"send arguments as a JSON object matching the tool's inputSchema")
+	}
+	if env := v.checkRules(obj); env != nil {
+		return env
 	}
 	if err := v.resolved.Validate(instance); err != nil {
 		return v.explain(err)
