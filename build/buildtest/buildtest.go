@@ -106,7 +106,12 @@ func cacheDir(tb testing.TB) string {
 }
 
 func cachedPlugin(root, cache, src string) (string, error) {
-	key, err := sourceHash(root, src, "sdk-guest", "abi", "build")
+	dirs := []string{src, "sdk-guest", "abi", "build"}
+	// Code the first-party plugins share.
+	if _, err := os.Stat(filepath.Join(root, "plugins", "internal")); err == nil {
+		dirs = append(dirs, filepath.Join("plugins", "internal"))
+	}
+	key, err := sourceHash(root, dirs...)
 	if err != nil {
 		return "", err
 	}
