@@ -1,7 +1,7 @@
 # plugboard: build, test, lint, benchmark and demo.
 #
 #   make build   bin/plugboard and one dist/plugins/NAME.wasm per folder of plugins/
-#   make demo    build, then inspect and call the first-party plugins end to end
+#   make demo    build, inspect a plugin, then watch an agent drive the task tools over MCP
 #   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck
 #   make bench   benchmarks in bench/ and host/board/..., output also in dist/bench.txt
@@ -29,7 +29,7 @@ SHELL       := bash
 .SUFFIXES:
 
 BIN     := bin/plugboard
-PLUGINS := $(patsubst plugins/%/,%,$(wildcard plugins/*/))
+PLUGINS := $(filter-out internal,$(patsubst plugins/%/,%,$(wildcard plugins/*/)))
 WASM    := $(PLUGINS:%=dist/plugins/%.wasm)
 
 # gosrc lists the non-test .go files under the given directories.
@@ -55,9 +55,10 @@ build: $(BIN) $(WASM)
 $(BIN): $(HOST_SRC)
 	$(GO) build -o $@ ./cmd/plugboard
 
-# Each plugin depends on its own sources, the guest SDK, abi and the builder.
+# Each plugin depends on its own sources, the code first-party plugins share
+# (plugins/internal), the guest SDK, abi and the builder.
 .SECONDEXPANSION:
-dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(GUEST_SRC) $(BIN)
+dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $(GUEST_SRC) $(BIN)
 	$(BIN) plugin build plugins/$* -o $@
 
 # The tests build their own artifacts (build/buildtest), so they pass without
@@ -72,20 +73,16 @@ bench:
 	@echo "==> benchmark output saved in dist/bench.txt"
 
 demo: build
-	@data=$$(mktemp -d); trap 'rm -rf "$$data"' EXIT; \
-	echo; echo "==> 1. Inspect a plugin: the manifest embedded in echo.wasm, its imports and exports (nothing is compiled)"; \
-	echo "$$ $(BIN) plugin inspect dist/plugins/echo.wasm"; \
-	$(BIN) plugin inspect dist/plugins/echo.wasm; \
-	echo; echo "==> 2. Call the echo tool through the whole pipeline (schema check, sandboxed wasm, result); data dir $$data"; \
-	echo "$$ $(BIN) call echo '{\"text\":\"hello from plugboard\"}' --plugins dist/plugins --data $$data"; \
-	$(BIN) call echo '{"text":"hello from plugboard"}' --plugins dist/plugins --data "$$data"; \
-	echo; echo "==> 3. Call text_diff: progress reports go to stderr, the unified diff comes back as the result"; \
-	echo "$$ $(BIN) call text_diff '{\"old_text\":\"one\\ntwo\\nthree\\n\",\"new_text\":\"one\\n2\\nthree\\nfour\\n\"}' --plugins dist/plugins --data $$data"; \
-	$(BIN) call text_diff '{"old_text":"one\ntwo\nthree\n","new_text":"one\n2\nthree\nfour\n"}' --plugins dist/plugins --data "$$data"; \
-	echo; echo "==> 4. Connect an MCP client: serve over stdio"; \
-	echo "    $(CURDIR)/$(BIN) serve --plugins $(CURDIR)/dist/plugins"; \
-	echo "  e.g. in the client's MCP configuration:"; \
-	echo '    {"mcpServers": {"plugboard": {"command": "$(CURDIR)/$(BIN)", "args": ["serve", "--plugins", "$(CURDIR)/dist/plugins"]}}}'
+	@echo "==> A plugin is one .wasm with its manifest embedded: tools, capabilities, imports (nothing is compiled)"
+	@echo "$$ $(BIN) plugin inspect dist/plugins/tasks-control.wasm"
+	@$(BIN) plugin inspect dist/plugins/tasks-control.wasm
+	@echo
+	@echo "==> An agent's closed loop over MCP: plugboard serve as a child process, the demo as its MCP client"
+	@echo "$$ $(BIN) demo --plugins dist/plugins"
+	@$(BIN) demo --plugins dist/plugins
+	@echo
+	@echo "==> Your MCP client starts the server itself; e.g. in its configuration (--data DIR picks the board):"
+	@echo '    {"mcpServers": {"plugboard": {"command": "$(CURDIR)/$(BIN)", "args": ["serve", "--plugins", "$(CURDIR)/dist/plugins"]}}}'
 
 lint: $(STATICCHECK)
 	@echo "gofmt -l ."; \

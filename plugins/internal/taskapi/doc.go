@@ -1,0 +1,27 @@
+// Package taskapi is the agent-facing surface of the first-party task tools:
+// every tool's input and output types (field descriptions in jsonschema
+// tags), its description in the Use when/Required/Optional/Next/Avoid
+// template, annotations, mode rules, and the handler that maps the input to
+// a board operation (abi.BoardOps) and the board's answer to the output.
+//
+// The four task plugins are thin main packages over it, one per capability:
+// tasks-read ([RegisterRead]), tasks-write ([RegisterWrite]), tasks-control
+// ([RegisterControl]) and tasks-workspace ([RegisterWorkspace]).
+//
+// Input and output schemas are generated from the types plus what inference
+// cannot express (enums, bounds, defaults, exclusive fields, the follow_up
+// modes; see inputPatches) into schemas_gen.go, so a plugin pays nothing at
+// start-up to build them. After changing a type or a patch, regenerate with
+//
+//	go test ./plugins/internal/taskapi -run TestSchemasUpToDate -update
+//
+// Input schemas use no oneOf/anyOf/allOf at the top level (clients that pass
+// tool schemas to the Anthropic API have such tools refused): exclusive
+// fields are a top-level not, modes a top-level if/then/else. The same
+// constraints are declared as abi.Rule so the host reports them with their
+// precise codes (ambiguous_target, mixed_pagination, missing_required).
+//
+// The package must not import host/...: plugins compile to wasip1. The board
+// types are mirrored here, field for field (see host/board and
+// host/board/store for the JSON each operation takes and returns).
+package taskapi

@@ -1,0 +1,252 @@
+package taskapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	sdk "github.com/plugboard/plugboard/sdk-guest"
+)
+
+// toolTypes records a registered tool: its input and output types, from
+// which its schemas are generated, and the capability of its plugin.
+type toolTypes struct {
+	name       string
+	in, out    reflect.Type
+	capability string
+}
+
+var (
+	// registered lists the tools registered so far, in order.
+	registered []toolTypes
+	// registering is the capability of the plugin being registered.
+	registering string
+)
+
+// tool registers a task tool with its generated schemas.
+func tool[In, Out any](spec sdk.ToolSpec, handler func(c *sdk.Call, in In) (Out, error)) {
+	registered = append(registered, toolTypes{spec.Name, reflect.TypeFor[In](), reflect.TypeFor[Out](), registering})
+	// A tool missing from schemas_gen.go has its schemas inferred by the
+	// SDK, without the enums and rules; TestSchemasUpToDate fails on it.
+	if s, ok := generatedSchemas[spec.Name]; ok {
+		spec.InputSchema, spec.OutputSchema = json.RawMessage(s.input), json.RawMessage(s.output)
+	}
+	sdk.Tool(spec, handler)
+}
+
+// toolSchemas are a tool's generated input and output schemas.
+type toolSchemas struct{ input, output string }
+
+// ---- generation (tests only: go test -run TestSchemasUpToDate -update) ----
+
+// typeSchemas are the schemas of the named types of types.go.
+func typeSchemas() map[reflect.Type]*jsonschema.Schema {
+	str := func(format string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: format} }
+	enum := func(values ...string) *jsonschema.Schema {
+		s := &jsonschema.Schema{Type: "string"}
+		for _, v := range values {
+			s.Enum = append(s.Enum, v)
+		}
+		return s
+	}
+	return map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[UUID]():          str("uuid"),
+		reflect.TypeFor[Time]():          str("date-time"),
+		reflect.TypeFor[TaskStatus]():    enum("todo", "inprogress", "inreview", "done", "cancelled"),
+		reflect.TypeFor[AttemptState]():  enum("idle", "running", "completed", "failed"),
+		reflect.TypeFor[RunReason]():     enum("setupscript", "cleanupscript", "codingagent", "devserver"),
+		reflect.TypeFor[ProcessStatus](): enum("running", "completed", "failed", "killed"),
+		reflect.TypeFor[Channel]():       enum(string(ChannelNormalized), string(ChannelRaw)),
+		reflect.TypeFor[EntryType](): enum("user_message", "assistant_message", "tool_use", "thinking",
+			"system_message", "error_message"),
+		reflect.TypeFor[Stream]():               enum("stdout", "stderr"),
+		reflect.TypeFor[Action]():               enum(string(ActionSend), string(ActionQueue), string(ActionCancel)),
+		reflect.TypeFor[FileStatus]():           enum("added", "modified", "deleted", "renamed"),
+		reflect.TypeFor[Encoding]():             enum("utf-8", "base64"),
+		reflect.TypeFor[ChangesBlockedReason](): enum(ReasonSummaryFailed, ReasonThresholdExceeded),
+		reflect.TypeFor[PatchBlockedReason](): enum(ReasonSizeExceeded, ReasonTooManyPaths, ReasonPathOutsideWorkspace,
+			ReasonThresholdExceeded, ReasonSummaryFailed),
+		reflect.TypeFor[FileBlockedReason](): enum(ReasonPathOutsideWorkspace, ReasonSizeExceeded),
+		reflect.TypeFor[BlockedCode]():       enum(string(CodeBlockedGuardrails)),
+		// Log entry metadata is passed through as the board stores it.
+		reflect.TypeFor[json.RawMessage](): {Type: "object"},
+	}
+}
+
+// schemaPatch adds to an inferred schema what inference cannot express.
+type schemaPatch func(s *jsonschema.Schema)
+
+// requestIDBounds matches the host's idempotency key: 1-128 characters.
+func requestIDBounds(s *jsonschema.Schema) {
+	s.Properties["request_id"].MinLength = jsonschema.Ptr(1)
+	s.Properties["request_id"].MaxLength = jsonschema.Ptr(128)
+}
+
+func nonEmpty(s *jsonschema.Schema, fields ...string) {
+	for _, f := range fields {
+		s.Properties[f].MinLength = jsonschema.Ptr(1)
+	}
+}
+
+func bounds(s *jsonschema.Schema, field string, min float64, def string) {
+	p := s.Properties[field]
+	p.Minimum = jsonschema.Ptr(min)
+	if def != "" {
+		p.Default = json.RawMessage(def)
+	}
+}
+
+func defaultValue(s *jsonschema.Schema, field, def string) {
+	s.Properties[field].Default = json.RawMessage(def)
+}
+
+// logic sets the root's not/if/then/else from a JSON snippet. Only these
+// keywords combine fields at the root: clients that hand tool schemas to
+// the Anthropic API have a tool refused for a root oneOf, anyOf or allOf.
+func logic(s *jsonschema.Schema, snippet string) {
+	var x jsonschema.Schema
+	if err := json.Unmarshal([]byte(snippet), &x); err != nil {
+		panic(fmt.Sprintf("taskapi: schema snippet: %v", err))
+	}
+	s.Not, s.If, s.Then, s.Else = x.Not, x.If, x.Then, x.Else
+}
+
+// inputPatches holds each tool's input schema additions: bounds and
+// defaults that match the board's, and the rules of abi.Rule in schema
+// form.
+func inputPatches() map[string]schemaPatch {
+	return map[string]schemaPatch{
+		"list_tasks": func(s *jsonschema.Schema) { bounds(s, "limit", 1, "50") },
+		"tail_attempt_logs": func(s *jsonschema.Schema) {
+			defaultValue(s, "channel", `"normalized"`)
+			bounds(s, "limit", 1, "50")
+			bounds(s, "cursor", 0, "")
+			bounds(s, "after_entry_index", -1, "")
+			logic(s, `{"not": {
+				"description": "never cursor together with after_entry_index: one pagination mode per call",
+				"required": ["cursor", "after_entry_index"]}}`)
+		},
+		"tail_session_messages": func(s *jsonschema.Schema) {
+			bounds(s, "limit", 1, "20")
+			bounds(s, "cursor", 0, "")
+			bounds(s, "after_turn_index", -1, "")
+			logic(s, `{
+				"not": {
+					"description": "never attempt_id together with session_id, nor cursor together with after_turn_index",
+					"anyOf": [{"required": ["attempt_id", "session_id"]}, {"required": ["cursor", "after_turn_index"]}]},
+				"if": {"required": ["session_id"]},
+				"else": {"description": "without session_id, attempt_id is required", "required": ["attempt_id"]}}`)
+		},
+		"create_task": func(s *jsonschema.Schema) {
+			nonEmpty(s, "title")
+			requestIDBounds(s)
+		},
+		"update_task": func(s *jsonschema.Schema) { nonEmpty(s, "title") },
+		"start_task_attempt": func(s *jsonschema.Schema) {
+			nonEmpty(s, "executor", "variant")
+			s.Properties["repos"].MinItems = jsonschema.Ptr(1)
+			requestIDBounds(s)
+		},
+		"follow_up": func(s *jsonschema.Schema) {
+			nonEmpty(s, "prompt", "variant")
+			requestIDBounds(s)
+			logic(s, `{
+				"not": {"description": "never attempt_id together with session_id", "required": ["attempt_id", "session_id"]},
+				"if": {"required": ["action"], "properties": {"action": {"const": "cancel"}}},
+				"then": {
+					"description": "action=cancel: attempt_id or session_id; no prompt, variant or request_id",
+					"anyOf": [{"required": ["attempt_id"]}, {"required": ["session_id"]}],
+					"properties": {"prompt": false, "variant": false, "request_id": false}},
+				"else": {
+					"description": "action=send or queue: attempt_id or session_id, and prompt",
+					"anyOf": [{"required": ["attempt_id"]}, {"required": ["session_id"]}],
+					"required": ["prompt"]}}`)
+		},
+		"stop_attempt":        func(s *jsonschema.Schema) { defaultValue(s, "force", "false") },
+		"get_attempt_changes": func(s *jsonschema.Schema) { defaultValue(s, "force", "false") },
+		"get_attempt_patch": func(s *jsonschema.Schema) {
+			s.Properties["paths"].MinItems = jsonschema.Ptr(1)
+			s.Properties["paths"].Items.MinLength = jsonschema.Ptr(1)
+			defaultValue(s, "force", "false")
+			// No maximum: a max_bytes over the cap is answered blocked
+			// (size_exceeded) with a hint, as the spec asks.
+			bounds(s, "max_bytes", 1, "204800")
+		},
+		"get_attempt_file": func(s *jsonschema.Schema) {
+			nonEmpty(s, "path")
+			bounds(s, "start", 0, "0")
+			bounds(s, "max_bytes", 1, "65536")
+		},
+	}
+}
+
+// generateSchemas returns the schemas of every registered tool.
+func generateSchemas() (map[string]toolSchemas, error) {
+	patches := inputPatches()
+	out := map[string]toolSchemas{}
+	for _, t := range registered {
+		in, err := generateSchema(t.in, true, patches[t.name])
+		if err != nil {
+			return nil, fmt.Errorf("%s input: %w", t.name, err)
+		}
+		o, err := generateSchema(t.out, false, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s output: %w", t.name, err)
+		}
+		out[t.name] = toolSchemas{strings.TrimSpace(string(in)), strings.TrimSpace(string(o))}
+	}
+	for name := range patches {
+		if _, ok := out[name]; !ok {
+			return nil, fmt.Errorf("input patch for unregistered tool %q", name)
+		}
+	}
+	return out, nil
+}
+
+// generateSchema infers t's schema with the named types' schemas, adjusts
+// nullability (inputs: an absent field is never null; outputs: arrays are
+// never null, handlers return empty ones) and applies patch.
+func generateSchema(t reflect.Type, input bool, patch schemaPatch) ([]byte, error) {
+	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: typeSchemas()})
+	if err != nil {
+		return nil, err
+	}
+	adjust(s, input)
+	if s.Properties == nil {
+		// Some clients want properties even on a tool without arguments.
+		s.Properties = map[string]*jsonschema.Schema{}
+	}
+	if patch != nil {
+		patch(s)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func adjust(s *jsonschema.Schema, input bool) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" && (input || s.Types[1] == "array") {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	if slices.Contains(s.Types, "null") && s.Enum != nil {
+		s.Enum = append(s.Enum, nil)
+	}
+	for _, p := range s.Properties {
+		adjust(p, input)
+	}
+	adjust(s.Items, input)
+	adjust(s.AdditionalProperties, input)
+}
