@@ -20,6 +20,7 @@ const version = "0.1.0"
 const usage = `plugboard — an MCP tool host whose tools are sandboxed WebAssembly plugins
 
 Usage:
+  plugboard demo [--plugins DIR]... [--keep]                  watch an agent's closed loop over MCP on a throwaway repo
   plugboard serve [--plugins DIR]... [--data DIR] [flags]    serve MCP over stdio
   plugboard call TOOL 'JSON' [--plugins DIR]... [--data DIR]  one call through the pipeline; prints the result
   plugboard plugin build DIR -o FILE.wasm                     compile a Go plugin, embed its manifest
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: 2, err: errSilent}
 	}
 	switch args[0] {
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr)
 	case "call":
