@@ -17,6 +17,7 @@ import (
 	"github.com/plugboard/plugboard/host/boardapi"
 	"github.com/plugboard/plugboard/host/dispatch"
 	"github.com/plugboard/plugboard/host/grants"
+	"github.com/plugboard/plugboard/host/idempotency"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
 )
@@ -92,6 +93,11 @@ type host struct {
 	dispatcher *dispatch.Dispatcher
 	board      *boardHandle
 	dataDir    string
+	// idempotency is the retention of request_id records.
+	idempotency idempotency.Config
+	// stopPruner ends the idempotency pruner and waits for it; nil when
+	// none runs.
+	stopPruner func()
 }
 
 func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
@@ -120,6 +126,17 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	policy, err := grants.Load(h.grants)
 	if err != nil {
 		return nil, err
+	}
+	idem, err := idempotency.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	idem.Logger = log
+	// A claim younger than the longest call must not go stale, or a slow
+	// call could run twice.
+	if longest := max(5*time.Minute, h.callTimeout); idem.InProgressTTL > 0 && idem.InProgressTTL < longest {
+		log.Warn("the request_id in-progress TTL is shorter than the longest call; a retry of a slow call may run it again",
+			"ttl", idem.InProgressTTL, "longest_call", longest, "env", idempotency.EnvInProgressTTL)
 	}
 	// The board opens (migrations, crash recovery) while plugins load:
 	// tools/list does not wait for it, a board call does.
@@ -155,9 +172,24 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 		bh.close()
 		return nil, err
 	}
-	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log})
+	// Keyed calls (tools declaring a request_id field) are deduplicated in
+	// the board's store; such a call waits for the board to open.
+	guard := idempotency.NewGuard(bh.idempotencyStore, idem)
+	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log, Idempotency: guard})
 	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()))
-	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: bh}, nil
+	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: bh, idempotency: idem}, nil
+}
+
+// startPruner deletes expired request_id records now and periodically
+// until ctx ends or the host closes (see idempotency.Pruner).
+func (h *host) startPruner(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		idempotency.NewPruner(h.board.idempotencyStore, h.idempotency).Run(ctx)
+	}()
+	h.stopPruner = func() { cancel(); <-done }
 }
 
 // close waits up to shutdownGrace for calls in flight (their contexts are
@@ -167,6 +199,9 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 func (h *host) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
 	defer cancel()
+	if h.stopPruner != nil {
+		h.stopPruner() // it uses the board's store
+	}
 	// Processes first: agents do not outlive the host that records them.
 	if err := h.board.close(); err != nil {
 		h.log.Warn("close board", "err", err)
@@ -200,6 +235,20 @@ func (bh *boardHandle) handle(ctx context.Context, granted func(string) bool, re
 			"the operator must fix the data directory (see the server log)")
 	}
 	return bh.api.Handle(ctx, granted, req)
+}
+
+// idempotencyStore returns the board's store for request_id records once
+// the board is open (an idempotency.StoreFunc).
+func (bh *boardHandle) idempotencyStore(ctx context.Context) (idempotency.Store, error) {
+	select {
+	case <-bh.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if bh.err != nil {
+		return nil, fmt.Errorf("the task board could not be opened: %w", bh.err)
+	}
+	return bh.b.Store(), nil
 }
 
 // close waits for the board to open, then closes it.

@@ -40,6 +40,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer h.close(context.WithoutCancel(ctx))
+	h.startPruner(ctx)
 	srv := mcpserver.New(h.registry, h.dispatcher, mcpserver.Options{Name: "plugboard", Version: version, Logger: h.log})
 	if *warm {
 		h.registry.Warm(ctx, 1, h.log)

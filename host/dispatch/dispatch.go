@@ -1,6 +1,7 @@
 // Package dispatch is the call pipeline: it resolves a tool, validates the
-// arguments against its input schema, runs the plugin under a deadline and
-// turns whatever comes back into one normalised result — data, or an
+// arguments against its input schema, deduplicates calls by request_id for
+// tools that declare it (host/idempotency), runs the plugin under a deadline
+// and turns whatever comes back into one normalised result — data, or an
 // envelope. Each step runs once, in that order, and never reaches back into
 // an earlier one. Transport (MCP, CLI) sits in front of it; runtime and
 // registry behind it.
@@ -18,6 +19,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/jsonscan"
+	"github.com/plugboard/plugboard/host/idempotency"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
 	"github.com/plugboard/plugboard/host/schema"
@@ -30,6 +32,10 @@ type Options struct {
 	// MaxTimeout caps any tool's declared timeout.
 	MaxTimeout time.Duration
 	Logger     *slog.Logger
+	// Idempotency deduplicates calls that carry the key field their tool
+	// declares (abi.Tool.Idempotency); nil turns deduplication off (no
+	// board to keep records in), and such calls simply run.
+	Idempotency *idempotency.Guard
 }
 
 // Dispatcher runs calls against one registry. It is safe for concurrent use.
@@ -53,7 +59,7 @@ func New(reg *registry.Registry, opts Options) *Dispatcher {
 	}
 	d := &Dispatcher{reg: reg, validators: map[string]*schema.Validator{}, opts: opts}
 	for _, t := range reg.Tools() {
-		d.validators[t.Def.Name] = schema.New(t.Def.Name, t.Def.InputSchema)
+		d.validators[t.Def.Name] = schema.New(t.Def.Name, t.Def.InputSchema, t.Def.Rules...)
 	}
 	return d
 }
@@ -111,6 +117,76 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	if env := d.validators[req.Tool].Validate(req.Arguments); env != nil {
 		return failed(env)
 	}
+	return d.deduplicate(ctx, tool, req)
+}
+
+// deduplicate is the idempotency step. For a tool that declares a key field
+// and a call that carries it, the guard runs the call at most once per
+// (tool, key, payload): a retry gets the stored answer, key reuse with other
+// arguments idempotency_conflict, a duplicate of a running call
+// request_in_progress. Only successes are stored. Other calls go straight
+// on to the plugin.
+func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Request) *Result {
+	k := tool.Def.Idempotency
+	if k == nil {
+		return d.run(ctx, tool, req, "")
+	}
+	key, present, env := idempotency.Key(req.Arguments, k.KeyField)
+	if env != nil {
+		return failed(env.WithDetail("tool", req.Tool))
+	}
+	if !present || d.opts.Idempotency == nil {
+		return d.run(ctx, tool, req, key)
+	}
+	var fresh *Result
+	stored, ran, env := d.opts.Idempotency.Do(ctx, req.Tool, k.KeyField, key, req.Arguments, func() ([]byte, bool) {
+		fresh = d.run(ctx, tool, req, key)
+		if fresh.IsError() {
+			return nil, false
+		}
+		return encodeStored(fresh), true
+	})
+	switch {
+	case env != nil:
+		return failed(env)
+	case ran:
+		return fresh
+	}
+	return decodeStored(req.Tool, stored)
+}
+
+// storedResult is what a keyed call leaves for its replays: the normalised
+// CallToolResult of a success (isError is never stored).
+type storedResult struct {
+	Content           []abi.Content   `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+}
+
+// encodeStored encodes a successful result for replay. Structured is already
+// compact, and HTML characters are left as they are, so a replay returns
+// the very bytes of the first answer.
+func encodeStored(r *Result) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(storedResult{Content: r.Content, StructuredContent: r.Structured}) // text and valid JSON only
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func decodeStored(tool string, b []byte) *Result {
+	var s storedResult
+	if err := json.Unmarshal(b, &s); err != nil {
+		env := abi.NewEnvelope(abi.CodeInternal, "the stored result of this request_id is unreadable: "+err.Error(),
+			"call again with a new request_id")
+		return failed(env.WithDetail("tool", tool))
+	}
+	return &Result{Content: s.Content, Structured: s.StructuredContent}
+}
+
+// run is the plugin step: it loads the plugin and calls it under the
+// tool's deadline. requestID is the call's idempotency key, passed on to
+// the plugin in the call context.
+func (d *Dispatcher) run(ctx context.Context, tool registry.Tool, req Request, requestID string) *Result {
 	rt, err := tool.Plugin.Runtime(ctx)
 	if err != nil {
 		env := abi.NewEnvelope(abi.CodeUnavailable,
@@ -125,7 +201,7 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	input, err := encodeRequest(ctx, req)
+	input, err := encodeRequest(ctx, req, requestID)
 	if err != nil {
 		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))
 	}
@@ -146,8 +222,8 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 
 // encodeRequest writes the CallRequest by hand: arguments are already JSON
 // and are copied, not re-encoded.
-func encodeRequest(ctx context.Context, req Request) ([]byte, error) {
-	cc := abi.CallContext{Caller: req.Caller, Progress: req.Progress != nil}
+func encodeRequest(ctx context.Context, req Request, requestID string) ([]byte, error) {
+	cc := abi.CallContext{RequestID: requestID, Caller: req.Caller, Progress: req.Progress != nil}
 	if dl, ok := ctx.Deadline(); ok {
 		cc.DeadlineUnixMS = dl.UnixMilli()
 	}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// ClaimRequestAt is ClaimRequest for a host that may have crashed mid-call:
+// an in_progress record last updated before now-inProgressTTL is taken as
+// free (its call is presumed dead) and replaced by a fresh claim, whatever
+// payload it held, so a crashed call does not block its key until the next
+// PruneRequests. inProgressTTL 0 never takes a record as stale. The
+// look-up and the insert or replacement run in one write transaction, so
+// concurrent duplicates see exactly one ClaimNew.
+//
+// It returns the outcome (ClaimNew, ClaimReplay, ClaimConflict or
+// ClaimInProgress), the stored result on ClaimReplay, and on ClaimNew a
+// token naming this claim for CompleteClaim and ReleaseClaim. The token is
+// the claim's creation time: a replacement of a stale claim is at least
+// inProgressTTL younger, so a call that outlived its claim cannot complete
+// or release its successor's.
+func (s *Store) ClaimRequestAt(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
+	inProgressTTL time.Duration) (outcome string, result []byte, token string, err error) {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var (
+			hash, state, updated string
+			stored               sql.NullString
+		)
+		err := tx.QueryRowContext(ctx, `SELECT payload_hash, state, result, updated_at FROM idempotency_records
+			WHERE tool = ? AND request_id = ?`, tool, requestID).Scan(&hash, &state, &stored, &updated)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			token = FormatTime(now)
+			outcome = ClaimNew
+			_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_records (tool, request_id, payload_hash, state, created_at, updated_at)
+				VALUES (?, ?, ?, 'in_progress', ?, ?)`, tool, requestID, payloadHash, token, token)
+			return err
+		case err != nil:
+			return err
+		case state == "in_progress" && inProgressTTL > 0 && updated < FormatTime(now.Add(-inProgressTTL)):
+			token = FormatTime(now)
+			outcome = ClaimNew
+			_, err = tx.ExecContext(ctx, `UPDATE idempotency_records SET payload_hash = ?, result = NULL, created_at = ?, updated_at = ?
+				WHERE tool = ? AND request_id = ?`, payloadHash, token, token, tool, requestID)
+			return err
+		case hash != payloadHash:
+			outcome = ClaimConflict
+		case state == "in_progress":
+			outcome = ClaimInProgress
+		default:
+			outcome, result = ClaimReplay, []byte(stored.String)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, "", err
+	}
+	return outcome, result, token, nil
+}
+
+// CompleteClaim stores the answer of the claim token names and reports
+// whether it still held the key; when it did not (the claim was pruned or
+// replaced as stale), nothing is written.
+func (s *Store) CompleteClaim(ctx context.Context, tool, requestID, token string, result []byte) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE idempotency_records SET state = 'completed', result = ?, updated_at = ?
+		WHERE tool = ? AND request_id = ? AND state = 'in_progress' AND created_at = ?`,
+		string(result), Now(), tool, requestID, token)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ReleaseClaim forgets the claim token names, if it still holds the key, so
+// a retry with the same key runs again instead of replaying a failure.
+func (s *Store) ReleaseClaim(ctx context.Context, tool, requestID, token string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_records
+		WHERE tool = ? AND request_id = ? AND state = 'in_progress' AND created_at = ?`, tool, requestID, token)
+	return err
+}
