@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.memoryMiB, "memory-limit", 128, "linear-memory cap of each plugin instance, MiB")
 	fs.IntVar(&h.maxInstances, "max-instances", 0, "concurrent instances per plugin (default: 2 x CPUs, at least 4)")
 	fs.StringVar(&h.grants, "grants", "", "JSON file narrowing the capabilities each plugin receives (default: what it declares)")
-	fs.StringVar(&h.attempt, "attempt", os.Getenv("PLUGBOARD_ATTEMPT_ID"), "attempt this server runs inside, for get_context (default: $PLUGBOARD_ATTEMPT_ID)")
+	fs.StringVar(&h.attempt, "attempt", os.Getenv("PLUGBOARD_ATTEMPT_ID"), "attempt this server runs inside, for get_context (default: $PLUGBOARD_ATTEMPT_ID, else the attempt whose worktree holds the working directory)")
 	h.boardFlags.register(fs)
 }
 
@@ -115,6 +116,11 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	}
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if h.attempt == "" {
+		if wd, err := os.Getwd(); err == nil {
+			h.attempt = attemptOfDir(data, wd)
+		}
 	}
 	dirs := []string(h.plugins)
 	if len(dirs) == 0 {
@@ -259,3 +265,24 @@ func (bh *boardHandle) close() error {
 	}
 	return bh.b.Close()
 }
+
+// attemptOfDir returns the attempt whose worktree holds dir — a server
+// started inside DATA/worktrees/<attempt_id>/… runs in that attempt's
+// context — or "".
+func attemptOfDir(data, dir string) string {
+	root, err := filepath.Abs(filepath.Join(data, "worktrees"))
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	id, _, _ := strings.Cut(rel, string(filepath.Separator))
+	if !attemptIDPattern.MatchString(id) {
+		return ""
+	}
+	return id
+}
+
+var attemptIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
