@@ -40,13 +40,13 @@ GUEST_SRC := $(call gosrc,sdk-guest abi) go.mod go.sum
 
 # Guest packages, also checked for wasip1, where their ABI glue compiles.
 # ./... never matches testdata, so the test plugins are named explicitly.
-GUEST_PKGS := ./sdk-guest/... ./plugins/... ./testdata/plugins/...
+GUEST_PKGS := ./sdk-guest/... ./plugins/... ./testdata/plugins/... ./conformance/mcpfixture/...
 
 # staticcheck is built natively once per version: `go run` would build it for
 # wasip1 when GOOS=wasip1 is set for the guest pass.
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build test bench demo lint clean
+.PHONY: all build test bench demo lint clean conformance-mcp
 
 all: build
 
@@ -99,6 +99,13 @@ $(STATICCHECK):
 	@mkdir -p $(@D)
 	GOBIN=$(CURDIR)/$(@D)/tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(@D)/tmp/staticcheck $@ && rmdir $(@D)/tmp
+
+# The official MCP conformance suite (@modelcontextprotocol/conformance): its
+# active server scenarios for spec 2025-11-25 against `plugboard serve --http`
+# serving conformance/mcpfixture; fails on any failed check. npm installs the
+# pinned suite and Node.js 22 into .cache/mcp-conformance on first use.
+conformance-mcp: $(BIN)
+	BIN=$(BIN) bash conformance/mcp-suite.sh
 
 clean:
 	rm -rf bin dist

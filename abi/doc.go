@@ -52,6 +52,41 @@
 // ([CapBoardRead], [CapBoardWrite], [CapBoardControl], [CapWorkspaceRead]),
 // granted by the operator out of what the manifest declares.
 //
+// # All of MCP (ABI version 2)
+//
+// Besides tools, a manifest may declare Resources (fixed URIs),
+// ResourceTemplates (RFC 6570 URI templates) and Prompts, each with its MCP
+// metadata, so the host lists them without running the plugin. The host
+// sends the plugin the matching requests through the same call export (and
+// direct-call pair): a [CallRequest] whose Method is one of [Methods] —
+// resources/read (params.uri), prompts/get (params.name and
+// params.arguments, an object of strings; the host has checked required
+// arguments), completion/complete (params.ref, params.argument,
+// params.context; only for prompts and templates that declare completion).
+// The answer is a [MethodResult]: {"result": ReadResourceResult |
+// GetPromptResult | CompleteResult} or {"error": Envelope}. A tools/call
+// request carries no method, so a version-1 plugin never sees the change.
+//
+// Tool results may hold [Content] of type image and audio (base64 data and
+// mimeType), resource (embedded [ResourceContents]) and resource_link, as
+// may prompt messages.
+//
+// During any call a plugin may reach the MCP client through three host
+// functions: [FuncNotify] sends a log message (notifications/message,
+// filtered by the level the client set with logging/setLevel); [FuncSample]
+// (capability [CapSampling]) sends sampling/createMessage and [FuncElicit]
+// (capability [CapElicitation]) sends elicitation/create, both blocking the
+// guest until the client answers, the call's deadline passes or the call is
+// cancelled. A client that did not declare the capability, or a call
+// without an MCP session (plugboard call), answers an unsupported envelope;
+// an elicitation the user declines is an [ElicitResult], not an error.
+// Progress ([FuncProgress]) is unchanged.
+//
+// A manifest's abi field is the lowest version that serves it
+// ([Manifest.MinVersion]): 2 only when it declares resources, templates or
+// prompts, so a plugin that only serves tools keeps loading in version-1
+// hosts.
+//
 // # Tool fields beyond MCP
 //
 // A manifest [Tool] may add: outputSchema; annotations; idempotency (the host
@@ -79,8 +114,11 @@ package abi
 
 // Version is the ABI version this package describes. A manifest declaring a
 // higher version is refused by the host; 0 (absent) means an Extism MCP plugin
-// that predates plugboard and is treated as version 1.
-const Version = 1
+// that predates plugboard and is treated as version 1. Version 2 added
+// resources, resource templates, prompts and completions, the notify,
+// sample and elicit host functions, and image, audio, resource and
+// resource_link content; every version-1 plugin is a valid version-2 plugin.
+const Version = 2
 
 // Export names every plugin provides.
 const (

@@ -71,6 +71,7 @@ const (
 	CodeResourceExhausted   = "resource_exhausted"
 	CodeCancelled           = "cancelled"
 	CodeUnavailable         = "unavailable"
+	CodeUnsupported         = "unsupported"
 	CodeInternal            = "internal"
 )
 
@@ -95,6 +96,7 @@ var Codes = []CodeInfo{
 	{CodeResourceExhausted, false, "host", "a limit was hit: the plugin's memory cap, or an input, output or host-call size cap"},
 	{CodeCancelled, false, "host", "the client cancelled the call"},
 	{CodeUnavailable, true, "host", "the plugin cannot serve right now (failed to load or compile); retry later"},
+	{CodeUnsupported, false, "host", "the MCP client (or the host) does not offer what was asked: sampling or elicitation from a client without that capability, or outside an MCP session"},
 	{CodeInternal, true, "host", "an unexpected host failure; the host logged it"},
 }
 

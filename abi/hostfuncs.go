@@ -29,6 +29,9 @@ var HostFunctions = []HostFunction{
 	{FuncProgress, "", "report progress of the current call (ProgressRequest)"},
 	{FuncLog, "", "write a structured log line (LogRequest)"},
 	{FuncBoard, "", "call a task-board operation (BoardRequest); each operation needs the capability BoardOps names"},
+	{FuncNotify, "", "send the MCP client a log message, notifications/message (NotifyRequest); ABI 2"},
+	{FuncSample, CapSampling, "ask the MCP client's model for a message, sampling/createMessage (SampleRequest → SampleResult); ABI 2"},
+	{FuncElicit, CapElicitation, "ask the MCP client's user for input, elicitation/create (ElicitRequest → ElicitResult); ABI 2"},
 }
 
 // ProgressRequest is the payload of FuncProgress. It becomes an MCP

@@ -5,16 +5,34 @@ import "encoding/json"
 // Manifest is what describe returns and what the custom section holds. It is
 // a superset of the Extism MCP plugin describe output ({"tools": [...]}).
 type Manifest struct {
-	// ABI is the ABI version the plugin was built against; 0 means an Extism
-	// MCP plugin without plugboard fields.
+	// ABI is the lowest ABI version the plugin needs (see MinVersion); 0
+	// means an Extism MCP plugin without plugboard fields.
 	ABI int `json:"abi,omitempty"`
 	// Plugin names and versions the plugin.
 	Plugin PluginInfo `json:"plugin,omitzero"`
 	// Capabilities lists the host capabilities the plugin needs (see
 	// HostFunctions). The host grants at most these.
 	Capabilities []string `json:"capabilities,omitempty"`
-	// Tools the plugin serves; at least one.
+	// Tools the plugin serves. A manifest serves at least one tool,
+	// resource, resource template or prompt.
 	Tools []Tool `json:"tools"`
+	// Resources, ResourceTemplates and Prompts are what the plugin serves
+	// besides tools (ABI version 2): listed by the host from the manifest,
+	// answered by the plugin through the call export (see Methods).
+	Resources         []Resource         `json:"resources,omitempty"`
+	ResourceTemplates []ResourceTemplate `json:"resource_templates,omitempty"`
+	Prompts           []Prompt           `json:"prompts,omitempty"`
+}
+
+// MinVersion is the lowest ABI version whose host can serve m: 2 when it
+// declares resources, resource templates or prompts, else 1. The SDK and
+// `plugboard plugin build` write it as Manifest.ABI, so a plugin that only
+// serves tools stays loadable by hosts of version 1.
+func (m *Manifest) MinVersion() int {
+	if len(m.Resources) > 0 || len(m.ResourceTemplates) > 0 || len(m.Prompts) > 0 {
+		return 2
+	}
+	return 1
 }
 
 // PluginInfo identifies a plugin.

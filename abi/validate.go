@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // toolName is MCP's tool-name rule: 1-128 of letters, digits, '_', '-', '.'.
@@ -23,7 +25,7 @@ func (m *Manifest) Validate() error {
 	if m.ABI > Version {
 		errs = append(errs, fmt.Errorf("manifest declares abi %d; this host supports up to %d", m.ABI, Version))
 	}
-	if len(m.Tools) == 0 {
+	if len(m.Tools) == 0 && len(m.Resources) == 0 && len(m.ResourceTemplates) == 0 && len(m.Prompts) == 0 {
 		errs = append(errs, errors.New("manifest declares no tools"))
 	}
 	seen := map[string]bool{}
@@ -62,7 +64,96 @@ func (m *Manifest) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: when %q is not one of %v", where, t.When, Conditions))
 		}
 	}
+	errs = append(errs, m.validateV2()...)
 	return errors.Join(errs...)
+}
+
+// validateV2 checks resources, resource templates and prompts: absolute
+// URIs, well-formed templates, names, and no duplicates.
+func (m *Manifest) validateV2() []error {
+	var errs []error
+	uris := map[string]bool{}
+	for i, r := range m.Resources {
+		where := fmt.Sprintf("resource %d (%q)", i, r.URI)
+		if u, err := url.Parse(r.URI); err != nil || u.Scheme == "" {
+			errs = append(errs, fmt.Errorf("%s: uri must be an absolute URI", where))
+		}
+		if r.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: name is empty", where))
+		}
+		if uris[r.URI] {
+			errs = append(errs, fmt.Errorf("%s: uri declared twice", where))
+		}
+		uris[r.URI] = true
+	}
+	templates := map[string]bool{}
+	for i, t := range m.ResourceTemplates {
+		where := fmt.Sprintf("resource template %d (%q)", i, t.URITemplate)
+		if err := checkURITemplate(t.URITemplate); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+		if t.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: name is empty", where))
+		}
+		if templates[t.URITemplate] {
+			errs = append(errs, fmt.Errorf("%s: uriTemplate declared twice", where))
+		}
+		templates[t.URITemplate] = true
+	}
+	prompts := map[string]bool{}
+	for i, p := range m.Prompts {
+		where := fmt.Sprintf("prompt %d (%q)", i, p.Name)
+		if !ValidToolName(p.Name) {
+			errs = append(errs, fmt.Errorf("%s: name must be 1-128 of [A-Za-z0-9_.-]", where))
+		}
+		if prompts[p.Name] {
+			errs = append(errs, fmt.Errorf("%s: name declared twice", where))
+		}
+		prompts[p.Name] = true
+		args := map[string]bool{}
+		for _, a := range p.Arguments {
+			if a.Name == "" || args[a.Name] {
+				errs = append(errs, fmt.Errorf("%s: argument names must be non-empty and unique, got %q", where, a.Name))
+			}
+			args[a.Name] = true
+		}
+	}
+	return errs
+}
+
+// checkURITemplate checks what the host needs of an RFC 6570 template: an
+// absolute URI once its expressions are removed, and balanced, non-empty,
+// non-nested braces.
+func checkURITemplate(t string) error {
+	var literal strings.Builder
+	open := false
+	start := 0
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '{':
+			if open {
+				return errors.New("uriTemplate has nested braces")
+			}
+			open, start = true, i
+		case '}':
+			if !open || i == start+1 {
+				return errors.New("uriTemplate has an unmatched or empty brace")
+			}
+			open = false
+			literal.WriteString("x")
+		default:
+			if !open {
+				literal.WriteByte(t[i])
+			}
+		}
+	}
+	if open {
+		return errors.New("uriTemplate has an unclosed brace")
+	}
+	if u, err := url.Parse(literal.String()); err != nil || u.Scheme == "" {
+		return errors.New("uriTemplate must be an absolute URI template")
+	}
+	return nil
 }
 
 func objectSchema(raw json.RawMessage, mustBeObjectType bool) error {

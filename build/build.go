@@ -110,7 +110,7 @@ func Describe(ctx context.Context, name string, wasm []byte, timeout time.Durati
 		m.Plugin.Name = name
 	}
 	if m.ABI == 0 {
-		m.ABI = abi.Version
+		m.ABI = m.MinVersion()
 	}
 	if err := m.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("invalid manifest: %w", err)

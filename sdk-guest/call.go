@@ -78,6 +78,9 @@ func (r *registry) call(input []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sdk: call input is not a JSON call request: %w", err)
 	}
+	if req.Method != "" && req.Method != abi.MethodToolsCall {
+		return r.method(&req), nil
+	}
 	withText := req.Context == nil
 	t := r.byName[req.Params.Name]
 	if t == nil {
@@ -91,12 +94,51 @@ func (r *registry) call(input []byte) ([]byte, error) {
 		if !errors.As(err, &env) {
 			env = &abi.Envelope{Code: abi.CodeToolError, Message: err.Error()}
 		} else if env == nil { // a typed nil *abi.Envelope: no error after all
-			return encodeResult(out, t.outPlan, withText), nil
+			return t.encode(out, withText), nil
 		}
 		return encodeError(env, withText), nil
 	}
-	return encodeResult(out, t.outPlan, withText), nil
+	return t.encode(out, withText), nil
 }
+
+// encode encodes the handler's successful output.
+func (t *tool) encode(out any, withText bool) []byte {
+	if !t.result {
+		return encodeResult(out, t.outPlan, withText)
+	}
+	var res *Result
+	switch v := out.(type) {
+	case *Result:
+		res = v
+	case Result:
+		res = &v
+	}
+	if res == nil {
+		res = &Result{}
+	}
+	cr := abi.CallResult{Content: res.Content}
+	if res.Structured != nil {
+		b, err := json.Marshal(res.Structured)
+		if err != nil {
+			return encodeError(&abi.Envelope{Code: abi.CodeToolError,
+				Message: "the tool's structured result could not be encoded as JSON: " + err.Error()}, withText)
+		}
+		cr.StructuredContent = b
+		if len(cr.Content) == 0 && withText {
+			cr.Content = []abi.Content{Text(string(b))}
+		}
+	}
+	if cr.Content == nil {
+		cr.Content = []abi.Content{}
+	}
+	b, err := json.Marshal(cr)
+	if err != nil {
+		return encodeError(&abi.Envelope{Code: abi.CodeToolError, Message: "the tool's content could not be encoded: " + err.Error()}, withText)
+	}
+	return b
+}
+
+var resultType = reflect.TypeFor[Result]()
 
 // decodeArguments decodes a tool's arguments, refusing unknown fields.
 // Absent or null arguments leave v at its zero value.

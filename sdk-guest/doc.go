@@ -56,6 +56,15 @@
 // wasmexport glue is behind the wasip1 build constraint. [Describe] and
 // [HandleCall] expose the two exports to native tests of a plugin.
 //
+// Beyond typed tools (ABI version 2): a handler returning *[Result] answers
+// with MCP content items ([Text], [Image], [Audio], [Embedded],
+// [ResourceLink]) instead of a structured answer; [Resource],
+// [ResourceTemplate] and [Prompt] register what the plugin serves besides
+// tools, with optional completions; and during a call [Call.Notify] sends
+// the client a log message, [Call.Sample] asks its model for a message and
+// [Call.Elicit] asks its user for input (the last two need
+// Require(abi.CapSampling) and Require(abi.CapElicitation)).
+//
 // Each plugboard host function is imported only by the Call method that
 // uses it, so a plugin that never calls Progress or Log imports nothing
 // from plugboard:host/v1 and stays loadable by any Extism host.

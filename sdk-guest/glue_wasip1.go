@@ -47,6 +47,21 @@ func importLog(req uint64) uint64
 //go:wasmimport plugboard:host/v1 board
 func importBoard(req uint64) uint64
 
+//go:wasmimport plugboard:host/v1 notify
+func importNotify(req uint64) uint64
+
+//go:wasmimport plugboard:host/v1 sample
+func importSample(req uint64) uint64
+
+//go:wasmimport plugboard:host/v1 elicit
+func importElicit(req uint64) uint64
+
+func hostNotify(req []byte) []byte { return callHost(importNotify, req) }
+
+func hostSample(req []byte) []byte { return callHost(importSample, req) }
+
+func hostElicit(req []byte) []byte { return callHost(importElicit, req) }
+
 func hostProgress(req []byte) []byte { return callHost(importProgress, req) }
 
 func hostBoard(req []byte) []byte { return callHost(importBoard, req) }

@@ -14,6 +14,12 @@ func hostLog(req []byte) []byte { return callNativeHost("log", req) }
 
 func hostBoard(req []byte) []byte { return callNativeHost("board", req) }
 
+func hostNotify(req []byte) []byte { return callNativeHost("notify", req) }
+
+func hostSample(req []byte) []byte { return callNativeHost("sample", req) }
+
+func hostElicit(req []byte) []byte { return callNativeHost("elicit", req) }
+
 func callNativeHost(name string, req []byte) []byte {
 	if nativeHost == nil {
 		return nil

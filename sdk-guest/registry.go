@@ -50,6 +50,9 @@ type tool struct {
 	invoke func(c *Call, args json.RawMessage) (any, error)
 	// outPlan encodes the output type, or is nil for encoding/json.
 	outPlan *encPlan
+	// result is true when the handler returns a *Result (content items,
+	// no inferred output schema).
+	result bool
 	// schemas builds the input and output schemas; only describe calls it.
 	schemas func() (in, out json.RawMessage, err error)
 }
@@ -62,6 +65,10 @@ type registry struct {
 	caps    []string
 	tools   []*tool
 	byName  map[string]*tool
+
+	resources []*resource
+	templates []*resourceTemplate
+	prompts   []*prompt
 }
 
 func newRegistry() *registry { return &registry{byName: map[string]*tool{}} }
@@ -78,7 +85,10 @@ func Plugin(name, version, description string) { std.plugin(name, version, descr
 func Require(capabilities ...string) { std.require(capabilities...) }
 
 // Tool registers a tool whose arguments decode into In and whose answer is
-// Out, both JSON objects (structs, unless ToolSpec supplies schemas). Call it
+// Out, both JSON objects (structs, unless ToolSpec supplies schemas). Out
+// may instead be *Result (or Result): the answer is then MCP content items
+// (text, image, audio, embedded resources, resource links) and no output
+// schema is inferred. Call it
 // from init. It panics on a programming error — an invalid or duplicate
 // name, an empty description, an input or output that is not an object —
 // so `plugboard plugin build` catches it.
@@ -91,7 +101,8 @@ func Tool[In, Out any](spec ToolSpec, handler func(c *Call, in In) (Out, error))
 func Describe() ([]byte, error) { return std.describe() }
 
 // HandleCall serves one call request (an abi.CallRequest as JSON) exactly as
-// the call export does and returns the abi.CallResult JSON. It lets tests
+// the call export does and returns the abi.CallResult JSON (an
+// abi.MethodResult for the methods other than tools/call). It lets tests
 // drive a plugin's tools natively through the same decoding and encoding;
 // the error is non-nil only when the request is not a JSON call request.
 func HandleCall(request []byte) ([]byte, error) { return std.call(request) }
@@ -157,6 +168,7 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 	} else if inType.Kind() != reflect.Struct {
 		fail("input type %v is not a struct; tool arguments are a JSON object (use a struct, or set ToolSpec.InputSchema)", inType)
 	}
+	isResult := outType == resultType || outType == reflect.PointerTo(resultType)
 	if spec.OutputSchema != nil {
 		if err := checkObjectSchema(spec.OutputSchema); err != nil {
 			fail("OutputSchema: %v", err)
@@ -165,7 +177,10 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 		fail("output type %v is not a struct or string-keyed map; structuredContent is a JSON object (use a struct, or set ToolSpec.OutputSchema)", outType)
 	}
 
-	t := &tool{spec: spec, outPlan: newEncPlan(outType)}
+	t := &tool{spec: spec, result: isResult}
+	if !isResult {
+		t.outPlan = newEncPlan(outType)
+	}
 	fast := newPlan(inType, false)
 	t.invoke = func(c *Call, args json.RawMessage) (any, error) {
 		var in In
@@ -190,7 +205,7 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 				return nil, nil, fmt.Errorf("tool %q: input schema: %w", spec.Name, err)
 			}
 		}
-		if out == nil {
+		if out == nil && !isResult {
 			if out, err = inferSchema(outType); err != nil {
 				return nil, nil, fmt.Errorf("tool %q: output schema: %w", spec.Name, err)
 			}
@@ -257,11 +272,10 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 	if !r.infoSet {
 		return nil, fmt.Errorf("sdk: no plugin identity; call sdk.Plugin(name, version, description) in init")
 	}
-	if len(r.tools) == 0 {
+	if len(r.tools) == 0 && len(r.resources) == 0 && len(r.templates) == 0 && len(r.prompts) == 0 {
 		return nil, fmt.Errorf("sdk: plugin %q registers no tools; call sdk.Tool in init", r.info.Name)
 	}
 	m := &abi.Manifest{
-		ABI:          abi.Version,
 		Plugin:       r.info,
 		Capabilities: r.caps,
 		Tools:        make([]abi.Tool, 0, len(r.tools)),
@@ -284,6 +298,8 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 			Rules:        t.spec.Rules,
 		})
 	}
+	r.manifestV2(m)
+	m.ABI = m.MinVersion()
 	return m, nil
 }
 

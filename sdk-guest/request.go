@@ -56,7 +56,9 @@ func (p *parser) request(req *abi.CallRequest) (ok bool, err error) {
 		case "context":
 			return true, p.context(&req.Context)
 		}
-		return !foldsTo(key, "params", "context"), p.Skip()
+		// method (ABI 2: a request other than tools/call) is rare enough to
+		// take the encoding/json path.
+		return !foldsTo(key, "params", "context", "method"), p.Skip()
 	})
 	if err != nil || !ok {
 		return ok, err
@@ -87,7 +89,9 @@ func (p *parser) params(params *abi.CallParams) (bool, error) {
 			params.Arguments = p.B[start:p.I:p.I]
 			return true, nil
 		}
-		return !foldsTo(key, "name", "arguments"), p.Skip()
+		// The params of other methods (uri, ref, argument, context) take
+		// the encoding/json path.
+		return !foldsTo(key, "name", "arguments", "uri", "ref", "argument", "context"), p.Skip()
 	})
 }
 

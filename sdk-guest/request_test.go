@@ -60,6 +60,12 @@ var requestSeeds = []string{
 	`{"context":{"caller":{"ID":"a"}}}`,
 	`{"context":{"request_id":"\u0041"}}`,
 	`{"context":[]}`,
+	`{"method":"resources/read","params":{"uri":"test://a"},"context":{"progress":true}}`,
+	`{"params":{"uri":"test://a"},"method":"resources/read"}`,
+	`{"METHOD":"prompts/get","params":{"name":"p","arguments":{"a":"b"}}}`,
+	`{"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"x"},"context":{"arguments":{"b":"c"}}}}`,
+	`{"params":{"name":"echo","URI":"x"}}`,
+	`{"method":5}`,
 }
 
 func FuzzParseRequest(f *testing.F) {
@@ -82,6 +88,10 @@ func checkParseRequest(t *testing.T, input []byte) {
 	}
 	if err != nil {
 		return
+	}
+	if got.Method != want.Method || got.Params.URI != want.Params.URI || !reflect.DeepEqual(got.Params.Ref, want.Params.Ref) ||
+		!reflect.DeepEqual(got.Params.Argument, want.Params.Argument) || !reflect.DeepEqual(got.Params.CompletionContext, want.Params.CompletionContext) {
+		t.Fatalf("%q: parseRequest = %+v %q, encoding/json = %+v %q", input, got.Params, got.Method, want.Params, want.Method)
 	}
 	if got.Params.Name != want.Params.Name || !reflect.DeepEqual(got.Context, want.Context) {
 		t.Fatalf("%q: parseRequest = %+v %+v, encoding/json = %+v %+v", input, got.Params, got.Context, want.Params, want.Context)

@@ -104,7 +104,7 @@ func TestManifest(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("%v\n%s", err, raw)
 	}
-	if m.ABI != abi.Version || m.Plugin != (abi.PluginInfo{Name: "greeter", Version: "1.2.3", Description: "greets people"}) {
+	if m.ABI != 1 || m.Plugin != (abi.PluginInfo{Name: "greeter", Version: "1.2.3", Description: "greets people"}) {
 		t.Errorf("identity = abi %d %+v", m.ABI, m.Plugin)
 	}
 	if !reflect.DeepEqual(m.Capabilities, []string{"board.read"}) {

@@ -53,11 +53,15 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res := h.dispatcher.Call(ctx, req)
 	out := res.Structured
 	if out == nil {
-		texts := make([]string, 0, len(res.Content))
+		items := make([]any, 0, len(res.Content))
 		for _, c := range res.Content {
-			texts = append(texts, c.Text)
+			if c.Type == abi.ContentText {
+				items = append(items, c.Text)
+			} else {
+				items = append(items, c) // image, audio, resource: the item as MCP sends it
+			}
 		}
-		out, _ = json.Marshal(map[string]any{"content": texts})
+		out, _ = json.Marshal(map[string]any{"content": items})
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, out, "", "  ") != nil {

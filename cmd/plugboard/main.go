@@ -21,10 +21,12 @@ const usage = `plugboard — an MCP tool host whose tools are sandboxed WebAssem
 
 Usage:
   plugboard demo [--plugins DIR]... [--keep]                  watch an agent's closed loop over MCP on a throwaway repo
-  plugboard serve [--plugins DIR]... [--data DIR] [flags]    serve MCP over stdio
+  plugboard serve [--plugins DIR]... [--data DIR] [flags]    serve MCP over stdio (or --http ADDR)
   plugboard call TOOL 'JSON' [--plugins DIR]... [--data DIR]  one call through the pipeline; prints the result
   plugboard plugin build DIR -o FILE.wasm                     compile a Go plugin, embed its manifest
   plugboard plugin inspect [--json] FILE.wasm                 manifest, imports, capabilities, size, sha256
+  plugboard conformance [--json | --junit FILE] [--strict] PLUGIN.wasm...   check plugins against the ABI and agent-UX rules
+  plugboard conformance --scenarios PACK [--plugins DIR]...   run a scenario pack against live servers
   plugboard version
 
 Task board (every board command takes --data DIR, --json where it prints data):
@@ -103,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return cmdPluginInspect(ctx, args[2:], stdout, stderr)
 		}
 		return usageError("unknown plugin subcommand %q", args[1])
+	case "conformance":
+		return cmdConformance(ctx, args[1:], stdout, stderr)
 	case "project", "repo", "task", "attempt":
 		return cmdBoard(ctx, args, stdout, stderr)
 	case "version", "--version":

@@ -157,6 +157,21 @@ func printInspection(w io.Writer, in *inspection) {
 			first, _, _ := strings.Cut(t.Description, "\n")
 			fmt.Fprintf(w, "  %-20s %s\n", t.Name, first)
 		}
+		if len(m.Resources)+len(m.ResourceTemplates) > 0 {
+			fmt.Fprintln(w, "resources:")
+			for _, r := range m.Resources {
+				fmt.Fprintf(w, "  %-20s %s\n", r.URI, r.Name)
+			}
+			for _, r := range m.ResourceTemplates {
+				fmt.Fprintf(w, "  %-20s %s (template)\n", r.URITemplate, r.Name)
+			}
+		}
+		if len(m.Prompts) > 0 {
+			fmt.Fprintln(w, "prompts:")
+			for _, p := range m.Prompts {
+				fmt.Fprintf(w, "  %-20s %s\n", p.Name, p.Description)
+			}
+		}
 	}
 	fmt.Fprintln(w, "imports:")
 	for _, group := range groupImports(in.imports) {

@@ -31,8 +31,8 @@ import (
 
 var taskPlugins = []string{"plugins/tasks-read", "plugins/tasks-write", "plugins/tasks-control", "plugins/tasks-workspace"}
 
-// scenario is one server over a board with project "demo" over repo "app".
-type scenario struct {
+// specScenario is one server over a board with project "demo" over repo "app".
+type specScenario struct {
 	t         *testing.T
 	s         *server
 	data      string
@@ -55,10 +55,10 @@ var sharedCompiled = sync.OnceValue(func() string {
 	return d
 })
 
-func newScenario(t *testing.T, opts scenarioOptions) *scenario {
+func newScenario(t *testing.T, opts scenarioOptions) *specScenario {
 	t.Helper()
 	dir, _ := buildtest.Plugins(t, taskPlugins...)
-	sc := &scenario{t: t, data: t.TempDir()}
+	sc := &specScenario{t: t, data: t.TempDir()}
 	// Compiled code is shared between the tests' servers (wazero's cache is
 	// keyed by module content), so each test does not compile four plugins.
 	if err := os.Symlink(sharedCompiled(), filepath.Join(sc.data, "compiled")); err != nil {
@@ -113,7 +113,7 @@ func newScenario(t *testing.T, opts scenarioOptions) *scenario {
 }
 
 // call makes a tool call and returns its raw result.
-func (sc *scenario) raw(tool string, args map[string]any) *mcp.CallToolResult {
+func (sc *specScenario) raw(tool string, args map[string]any) *mcp.CallToolResult {
 	sc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -122,7 +122,7 @@ func (sc *scenario) raw(tool string, args map[string]any) *mcp.CallToolResult {
 
 // ok calls a tool that must succeed, checks the result against the tool's
 // outputSchema, and decodes it into a generic object.
-func (sc *scenario) ok(tool string, args map[string]any) obj {
+func (sc *specScenario) ok(tool string, args map[string]any) obj {
 	sc.t.Helper()
 	res := sc.raw(tool, args)
 	if res.IsError {
@@ -140,7 +140,7 @@ func (sc *scenario) ok(tool string, args map[string]any) obj {
 }
 
 // fail calls a tool that must answer an envelope with code.
-func (sc *scenario) fail(tool string, args map[string]any, code string) abi.Envelope {
+func (sc *specScenario) fail(tool string, args map[string]any, code string) abi.Envelope {
 	sc.t.Helper()
 	env := envelopeOf(sc.t, sc.raw(tool, args))
 	if env.Code != code {
@@ -190,12 +190,12 @@ func (o obj) list(key string) []obj {
 	return out
 }
 
-func (sc *scenario) createTask(title, script string) string {
+func (sc *specScenario) createTask(title, script string) string {
 	sc.t.Helper()
 	return sc.ok("create_task", map[string]any{"project_id": sc.projectID, "title": title, "description": script}).str("task_id")
 }
 
-func (sc *scenario) startShell(taskID string) obj {
+func (sc *specScenario) startShell(taskID string) obj {
 	sc.t.Helper()
 	return sc.ok("start_task_attempt", map[string]any{"task_id": taskID, "executor": "SHELL",
 		"repos": []any{map[string]any{"repo_id": sc.repoID}}})
@@ -203,13 +203,13 @@ func (sc *scenario) startShell(taskID string) obj {
 
 // attempt creates a task running script and starts it, returning the
 // attempt id.
-func (sc *scenario) attempt(script string) string {
+func (sc *specScenario) attempt(script string) string {
 	sc.t.Helper()
 	return sc.startShell(sc.createTask("Scenario task", script)).str("attempt_id")
 }
 
 // waitStatus polls get_attempt_status until done(status) holds.
-func (sc *scenario) waitStatus(attemptID string, what string, done func(obj) bool) obj {
+func (sc *specScenario) waitStatus(attemptID string, what string, done func(obj) bool) obj {
 	sc.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -224,14 +224,14 @@ func (sc *scenario) waitStatus(attemptID string, what string, done func(obj) boo
 	}
 }
 
-func (sc *scenario) waitSettled(attemptID string) obj {
+func (sc *specScenario) waitSettled(attemptID string) obj {
 	sc.t.Helper()
 	return sc.waitStatus(attemptID, "settled", func(st obj) bool {
 		return st.str("state") != "running" && st.str("task_status") != "inprogress"
 	})
 }
 
-func (sc *scenario) waitRunning(attemptID string) obj {
+func (sc *specScenario) waitRunning(attemptID string) obj {
 	sc.t.Helper()
 	return sc.waitStatus(attemptID, "running with a session", func(st obj) bool {
 		return st.str("state") == "running" && !st.null("latest_session_id")
@@ -239,7 +239,7 @@ func (sc *scenario) waitRunning(attemptID string) obj {
 }
 
 // waitLog polls the attempt's log until an entry's content is want.
-func (sc *scenario) waitLog(attemptID, want string) {
+func (sc *specScenario) waitLog(attemptID, want string) {
 	sc.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

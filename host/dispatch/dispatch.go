@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
@@ -40,9 +41,11 @@ type Options struct {
 
 // Dispatcher runs calls against one registry. It is safe for concurrent use.
 type Dispatcher struct {
-	reg        *registry.Registry
-	validators map[string]*schema.Validator
-	opts       Options
+	reg  *registry.Registry
+	opts Options
+	// validators holds one *schema.Validator per tool definition (keyed by
+	// *abi.Tool, so a reloaded plugin gets fresh ones).
+	validators sync.Map
 }
 
 // New builds a dispatcher. Schemas are resolved on each tool's first call.
@@ -57,11 +60,33 @@ func New(reg *registry.Registry, opts Options) *Dispatcher {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{reg: reg, validators: map[string]*schema.Validator{}, opts: opts}
-	for _, t := range reg.Tools() {
-		d.validators[t.Def.Name] = schema.New(t.Def.Name, t.Def.InputSchema, t.Def.Rules...)
-	}
+	d := &Dispatcher{reg: reg, opts: opts}
+	reg.OnChange(d.prune)
 	return d
+}
+
+// prune drops the validators of tool definitions a reload retired.
+func (d *Dispatcher) prune() {
+	served := map[*abi.Tool]bool{}
+	for _, t := range d.reg.Tools() {
+		served[t.Def] = true
+	}
+	d.validators.Range(func(k, _ any) bool {
+		if !served[k.(*abi.Tool)] {
+			d.validators.Delete(k)
+		}
+		return true
+	})
+}
+
+// validator returns the validator of a tool definition, creating it on
+// first use.
+func (d *Dispatcher) validator(def *abi.Tool) *schema.Validator {
+	if v, ok := d.validators.Load(def); ok {
+		return v.(*schema.Validator)
+	}
+	v, _ := d.validators.LoadOrStore(def, schema.New(def.Name, def.InputSchema, def.Rules...))
+	return v.(*schema.Validator)
 }
 
 // Request is one tool call.
@@ -72,7 +97,13 @@ type Request struct {
 	// did not ask for progress.
 	Progress func(abi.ProgressRequest)
 	Caller   *abi.Caller
+	// Client is the MCP client behind the call (log notifications,
+	// sampling, elicitation); nil outside an MCP session.
+	Client Client
 }
+
+// Client is the MCP client a plugin may reach during a call.
+type Client = runtime.Client
 
 // Result is a normalised tool result. On success Structured holds the
 // plugin's structured answer (possibly nil) and Content at least one item;
@@ -114,7 +145,7 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 		env.Details = map[string]any{"tool": req.Tool}
 		return failed(env)
 	}
-	if env := d.validators[req.Tool].Validate(req.Arguments); env != nil {
+	if env := d.validator(tool.Def).Validate(req.Arguments); env != nil {
 		return failed(env)
 	}
 	return d.deduplicate(ctx, tool, req)
@@ -205,7 +236,7 @@ func (d *Dispatcher) run(ctx context.Context, tool registry.Tool, req Request, r
 	if err != nil {
 		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))
 	}
-	out, err := rt.Call(ctx, abi.ExportCall, input, runtime.CallOptions{Progress: req.Progress})
+	out, err := rt.Call(ctx, abi.ExportCall, input, runtime.CallOptions{Progress: req.Progress, Client: req.Client})
 	if err != nil {
 		env, ok := err.(*abi.Envelope)
 		if !ok {
@@ -258,10 +289,10 @@ func decodeResult(tool registry.Tool, out []byte) *Result {
 		env.Details = map[string]any{"plugin": tool.Plugin.Name(), "tool": tool.Def.Name, "output_prefix": prefix(out, 200)}
 		return failed(env)
 	}
-	for _, c := range cr.Content {
-		if c.Type != "text" {
+	for i := range cr.Content {
+		if err := cr.Content[i].Check(); err != nil {
 			env := abi.NewEnvelope(abi.CodePluginFailed,
-				fmt.Sprintf("plugin %s returned content of type %q, which ABI version %d does not carry", tool.Plugin.Name(), c.Type, abi.Version),
+				fmt.Sprintf("plugin %s returned content the host cannot carry (ABI version %d): %v", tool.Plugin.Name(), abi.Version, err),
 				"report it to the plugin's authors")
 			env.Details = map[string]any{"plugin": tool.Plugin.Name(), "tool": tool.Def.Name}
 			return failed(env)

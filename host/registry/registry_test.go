@@ -115,3 +115,84 @@ func TestLoad(t *testing.T) {
 		t.Error("second load did not use the describe cache")
 	}
 }
+
+func TestReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins")
+	}
+	_, wasm := buildtest.Plugins(t, "plugins/echo", "conformance/mcpfixture")
+	ctx := context.Background()
+	dir := t.TempDir()
+	copyTo := func(src, name string) {
+		t.Helper()
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyTo(wasm["echo"], "echo.wasm")
+	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := 0
+	reg.OnChange(func() { changes++ })
+	echo, ok := reg.Tool("echo")
+	if !ok {
+		t.Fatalf("echo not served; problems %v", reg.Problems())
+	}
+	if changed, err := reg.Reload(ctx); changed || err != nil || changes != 0 {
+		t.Errorf("reload of an unchanged directory: changed=%v err=%v callbacks=%d", changed, err, changes)
+	}
+
+	copyTo(wasm["mcpfixture"], "fixture.wasm")
+	if changed, err := reg.Reload(ctx); !changed || err != nil || changes != 1 {
+		t.Fatalf("reload after adding a plugin: changed=%v err=%v callbacks=%d", changed, err, changes)
+	}
+	if again, _ := reg.Tool("echo"); again.Plugin != echo.Plugin {
+		t.Error("an unchanged plugin was loaded again")
+	}
+	if _, ok := reg.Tool("test_simple_text"); !ok {
+		t.Error("the added plugin's tools are not served")
+	}
+	if r, ok := reg.Resource("test://static-text"); !ok || r.Def.MIMEType != "text/plain" {
+		t.Errorf("resource test://static-text: %+v %v", r, ok)
+	}
+	if tm, ok := reg.Template("test://template/{id}/data"); !ok || !tm.Def.Completion {
+		t.Errorf("template: %+v %v", tm, ok)
+	}
+	if p, ok := reg.Prompt("test_prompt_with_arguments"); !ok || !p.Def.Completion || len(p.Def.Arguments) != 2 {
+		t.Errorf("prompt: %+v %v", p, ok)
+	}
+	if n := len(reg.Plugins()); n != 2 {
+		t.Errorf("%d plugins, want 2", n)
+	}
+
+	// A second copy clashes on every name: refused, and reported.
+	copyTo(wasm["mcpfixture"], "fixture-copy.wasm")
+	if changed, _ := reg.Reload(ctx); !changed {
+		t.Fatal("adding a copy changed nothing")
+	}
+	if probs := reg.Problems(); len(probs) == 0 || !strings.Contains(probs[0].Err.Error(), "already served") {
+		t.Errorf("problems %v, want duplicate refusals", probs)
+	}
+	if err := os.Remove(filepath.Join(dir, "fixture-copy.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "fixture.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := reg.Reload(ctx); !changed {
+		t.Fatal("removing plugins changed nothing")
+	}
+	if _, ok := reg.Tool("test_simple_text"); ok {
+		t.Error("a removed plugin's tool is still served")
+	}
+	if len(reg.Resources()) != 0 || len(reg.Templates()) != 0 || len(reg.Prompts()) != 0 || len(reg.Problems()) != 0 {
+		t.Errorf("after removal: %d resources, %d templates, %d prompts, problems %v",
+			len(reg.Resources()), len(reg.Templates()), len(reg.Prompts()), reg.Problems())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -46,12 +47,89 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		}
 		return nil, nil
 	},
+	abi.FuncNotify: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		var n abi.NotifyRequest
+		if err := json.Unmarshal(req, &n); err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "notify payload is not a NotifyRequest: "+err.Error(), "")
+		}
+		if !slices.Contains(abi.LogLevels, n.Level) {
+			n.Level = "info"
+		}
+		if n.Logger == "" {
+			n.Logger = k.plugin.name
+		}
+		if len(n.Data) == 0 {
+			n.Data = json.RawMessage(`""`)
+		}
+		e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", string(n.Data))
+		if c := k.client(); c != nil {
+			c.Notify(ctx, n)
+		}
+		return nil, nil
+	},
+	abi.FuncSample: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		var s abi.SampleRequest
+		if err := json.Unmarshal(req, &s); err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "sample payload is not a SampleRequest: "+err.Error(), "")
+		}
+		if len(s.Messages) == 0 || s.MaxTokens <= 0 {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "sample needs at least one message and a positive maxTokens", "")
+		}
+		c := k.client()
+		if c == nil {
+			return nil, noClient("sampling")
+		}
+		return c.Sample(ctx, req)
+	},
+	abi.FuncElicit: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		var el abi.ElicitRequest
+		if err := json.Unmarshal(req, &el); err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "elicit payload is not an ElicitRequest: "+err.Error(), "")
+		}
+		if el.Message == "" || len(el.RequestedSchema) == 0 {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "elicit needs a message and a requestedSchema", "")
+		}
+		c := k.client()
+		if c == nil {
+			return nil, noClient("elicitation")
+		}
+		return c.Elicit(ctx, req)
+	},
 	abi.FuncBoard: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
 		if e.cfg.Board == nil {
 			return nil, abi.NewEnvelope(abi.CodeUnavailable, "this host serves no task board", "start plugboard serve with a data directory")
 		}
 		return e.cfg.Board(ctx, func(c string) bool { return k.plugin.grants[c] }, req)
 	},
+}
+
+// Client is the MCP client behind the current call, which the notify,
+// sample and elicit host functions reach. The transport implements it;
+// requests and results are the abi payloads as JSON.
+type Client interface {
+	// Notify sends a log message (notifications/message); the client's
+	// logging level filters it.
+	Notify(ctx context.Context, n abi.NotifyRequest)
+	// Sample sends sampling/createMessage (an abi.SampleRequest) and
+	// returns the abi.SampleResult, or an envelope (unsupported when the
+	// client lacks the capability; cancelled or plugin_timeout when ctx
+	// ends first).
+	Sample(ctx context.Context, req json.RawMessage) (json.RawMessage, *abi.Envelope)
+	// Elicit sends elicitation/create (an abi.ElicitRequest) and returns the
+	// abi.ElicitResult, or an envelope.
+	Elicit(ctx context.Context, req json.RawMessage) (json.RawMessage, *abi.Envelope)
+}
+
+func (k *kernel) client() Client {
+	if k.opts == nil {
+		return nil
+	}
+	return k.opts.Client
+}
+
+func noClient(what string) *abi.Envelope {
+	return abi.NewEnvelope(abi.CodeUnsupported, "this call has no MCP client to ask for "+what+" (plugboard call, or a method without a session)",
+		"call the tool through an MCP client that supports "+what)
 }
 
 func hostV1Known(name string) bool {

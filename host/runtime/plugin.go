@@ -25,6 +25,9 @@ type CallOptions struct {
 	Log func(abi.LogRequest)
 	// Config is what the guest reads with config_get.
 	Config map[string]string
+	// Client is the MCP client behind the call, for the notify, sample and
+	// elicit host functions; nil outside an MCP session.
+	Client Client
 }
 
 // Plugin is one compiled module with its pool of instances. It is safe for

@@ -1,0 +1,333 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/jsonscan"
+	"github.com/plugboard/plugboard/host/dispatch"
+)
+
+// callKind says what a call tests and so which check a bad answer fails.
+type callKind int
+
+const (
+	// kindValid: a minimal valid instance; a result or an envelope.
+	kindValid callKind = iota
+	// kindInvalid: arguments the schema refuses; an envelope with a hint.
+	kindInvalid
+	// kindTolerated: arguments the schema accepts though they look wrong
+	// (an unknown field it allows); a result or an envelope.
+	kindTolerated
+	// kindFuzz: random arguments; anything but a crash.
+	kindFuzz
+)
+
+// maxTimeouts is how many plugin_timeout answers a tool may give before the
+// kit stops calling it: each one costs a whole deadline.
+const maxTimeouts = 2
+
+// hangGrace is how long past its deadline the kit waits for a call before
+// abandoning it: the host interrupts guest code at its deadline, but not a
+// guest blocked inside a host call (a WASI sleep in poll_oneoff, say).
+const hangGrace = 5 * time.Second
+
+// toolRunner makes one tool's behaviour calls and records their outcome.
+type toolRunner struct {
+	d   *dispatch.Dispatcher
+	rec *recorder
+	ts  *toolSurface
+	// deadline is the call deadline the dispatcher applies to this tool.
+	deadline time.Duration
+	// abandon is called when a call outlives its deadline by hangGrace.
+	abandon  func()
+	timeouts int
+	calls    int
+	stopped  bool
+}
+
+func (tr *toolRunner) name() string { return tr.ts.def.Name }
+
+// call runs one call through the host's pipeline and judges the answer.
+func (tr *toolRunner) call(ctx context.Context, kind callKind, what string, args []byte) {
+	if tr.stopped || ctx.Err() != nil {
+		return
+	}
+	tr.calls++
+	start := time.Now()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan *dispatch.Result, 1)
+	go func() {
+		done <- tr.d.Call(cctx, dispatch.Request{Tool: tr.name(), Arguments: args, Progress: func(abi.ProgressRequest) {}})
+	}()
+	watchdog := time.NewTimer(tr.deadline + hangGrace)
+	defer watchdog.Stop()
+	select {
+	case res := <-done:
+		tr.judge(kind, what, args, res, time.Since(start))
+	case <-watchdog.C:
+		tr.stopped = true
+		tr.abandon()
+		tr.rec.fail(CheckDeadline, tr.name(), fmt.Sprintf("%s %s was still running %s after its %s deadline, and the host could not interrupt it "+
+			"(the guest is blocked in a host call, e.g. a sleep); the kit abandoned it and made no further calls to %s",
+			what, summarize(args), hangGrace, tr.deadline, tr.name()),
+			"never block for longer than the call's deadline (context.deadline_unix_ms): bound sleeps and waits by it")
+	}
+}
+
+// checkOf is the check a crash fails, by call kind.
+func (k callKind) check() string {
+	switch k {
+	case kindInvalid:
+		return CheckInvalid
+	case kindFuzz:
+		return CheckFuzz
+	}
+	return CheckValid
+}
+
+func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *dispatch.Result, elapsed time.Duration) {
+	name := tr.name()
+	call := fmt.Sprintf("%s %s", what, summarize(args))
+	env := res.Envelope
+	if env == nil {
+		if kind == kindInvalid {
+			tr.rec.fail(CheckInvalid, name, fmt.Sprintf("%s was answered with a result, though the inputSchema refuses it", call),
+				"the host validates arguments before the plugin runs: report this to plugboard's maintainers")
+		}
+		tr.checkOutput(call, res)
+		return
+	}
+	switch env.Code {
+	case abi.CodePluginTimeout:
+		tr.timeouts++
+		tr.rec.fail(CheckDeadline, name, fmt.Sprintf("%s did not finish within its deadline (%s)", call, elapsed.Round(time.Millisecond)),
+			"make the tool finish well within its deadline on any input (bound loops and work by the input size), or declare a longer timeout_ms")
+		if tr.timeouts >= maxTimeouts {
+			tr.stopped = true
+			tr.rec.fail(CheckDeadline, name, fmt.Sprintf("stopped calling %s after %d timeouts", name, tr.timeouts), "")
+		}
+		return
+	case abi.CodePluginFailed, abi.CodeInternal:
+		detail := ""
+		if tail, ok := env.Details["console_tail"].(string); ok {
+			if at := panicSite(tail); at != "" {
+				detail = " at " + at
+			}
+		}
+		tr.rec.failOnce(kind.check(), name, env.Code+env.Message+detail, fmt.Sprintf("%s crashed: %s: %s%s", call, env.Code, env.Message, detail),
+			"the tool must answer every input with a result or an envelope (sdk.InvalidArgument, sdk.Fail...): check bounds, nil "+
+				"pointers and sizes before using them; never panic on bad input")
+		return
+	case abi.CodeResourceExhausted:
+		msg := fmt.Sprintf("%s hit a cap: %s", call, env.Message)
+		key := fmt.Sprint(env.Details["limit"])
+		fix := capFix(key)
+		if kind == kindFuzz {
+			tr.rec.warnOnce(CheckSize, name, key, msg, fix)
+		} else {
+			tr.rec.failOnce(CheckSize, name, key, msg, fix)
+		}
+		return
+	case abi.CodeCancelled:
+		return
+	}
+	if _, ok := env.Details["unregistered_code"]; ok || strings.TrimSpace(env.Message) == "" {
+		tr.rec.failOnce(CheckCodes, name, env.Code, fmt.Sprintf("%s was answered with code %q and message %q: codes must be registered in abi.Codes and messages non-empty",
+			call, env.Code, env.Message),
+			"answer with a registered code (sdk.InvalidArgument, sdk.NotFound, sdk.Fail(abi.CodeConflict, ...)) and say what went wrong")
+	}
+	if kind == kindInvalid && strings.TrimSpace(env.Hint) == "" {
+		tr.rec.fail(CheckInvalid, name, fmt.Sprintf("%s was refused with %s but no hint", call, env.Code),
+			"give every refusal a hint naming the fix (the field to change, the tool to call first)")
+	}
+}
+
+// checkOutput validates a successful result against the outputSchema.
+func (tr *toolRunner) checkOutput(call string, res *dispatch.Result) {
+	name := tr.name()
+	out := tr.ts.out
+	if out == nil {
+		return
+	}
+	if len(res.Structured) == 0 {
+		tr.rec.failOnce(CheckOutput, name, "no structuredContent", fmt.Sprintf("%s answered without structuredContent, though the tool declares an outputSchema", call),
+			"return the answer as structuredContent (the SDK does for a struct output)")
+		return
+	}
+	inst, err := jsonscan.Decode(res.Structured)
+	if err == nil {
+		err = out.validate(inst)
+	}
+	if err != nil {
+		tr.rec.failOnce(CheckOutput, name, err.Error(), fmt.Sprintf("%s answered structuredContent the outputSchema refuses: %v (answer: %s)",
+			call, err, summarize(res.Structured)),
+			"make the answer match the outputSchema: required fields always present, types and nullability as declared (arrays never null)")
+	}
+}
+
+// runBehaviour makes every behaviour call of one tool.
+func runBehaviour(ctx context.Context, d *dispatch.Dispatcher, rec *recorder, ts *toolSurface, opts *Options, abandon func()) int {
+	deadline := opts.CallTimeout
+	if ts.def.TimeoutMS > 0 {
+		deadline = min(deadline, time.Duration(ts.def.TimeoutMS)*time.Millisecond)
+	}
+	tr := &toolRunner{d: d, rec: rec, ts: ts, deadline: deadline, abandon: abandon}
+	name := ts.def.Name
+	ids := []string{CheckInvalid, CheckValid, CheckOutput, CheckSize, CheckDeadline, CheckFuzz, CheckCodes}
+	if ts.in == nil {
+		for _, id := range ids {
+			rec.skip(id, name, "skipped: the inputSchema does not load")
+		}
+		return 0
+	}
+	for _, id := range ids {
+		rec.pass(id, name)
+	}
+	if ts.out == nil {
+		rec.skip(CheckOutput, name, "skipped: no usable outputSchema")
+	}
+
+	valid, ok := ts.in.findValid(want{})
+	if ok {
+		tr.call(ctx, kindValid, "a minimal valid instance", encode(valid))
+	} else {
+		rec.warn(CheckValid, name, "the kit could not derive an instance the inputSchema accepts (it tries the required fields with "+
+			"up to three optional ones, for each value of enum fields); the valid call and the probes built on it were not made",
+			"check that the inputSchema accepts some call; if it does, simplify its modes or report the schema to plugboard's maintainers")
+	}
+
+	if valid != nil {
+		for _, p := range ts.in.invalidProbes(valid) {
+			kind := kindInvalid
+			if !p.reject {
+				kind = kindTolerated
+			}
+			tr.call(ctx, kind, p.what, p.args)
+		}
+	}
+	// Rule violations: the host's rule check refuses them before the
+	// schema, whether or not the schema expresses the rule.
+	for _, v := range ts.viols {
+		tr.call(ctx, kindInvalid, fmt.Sprintf("rule %d violated (%s)", v.rule, v.what), encode(v.inst))
+	}
+	if tr.stopped {
+		rec.skip(CheckFuzz, name, "skipped: the tool timed out on derived arguments")
+		return tr.calls
+	}
+	// Fuzzing stops at the first hang (tr.stopped); a tool that keeps
+	// timing out stops after maxTimeouts.
+
+	f := &fuzzer{s: ts.in, rnd: rand.New(rand.NewPCG(uint64(opts.Seed), toolSeed(name)))}
+	if valid != nil {
+		for _, inst := range f.edges(valid) {
+			tr.call(ctx, kindFuzz, "an edge value", encode(inst))
+		}
+	}
+	for range opts.Fuzz {
+		tr.call(ctx, kindFuzz, "a fuzzed instance", encode(f.instance(valid)))
+	}
+	return tr.calls
+}
+
+func toolSeed(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// summarize renders arguments for a message: long strings and arrays are
+// abbreviated with their sizes, deep nesting is cut.
+func summarize(args []byte) string {
+	v, err := jsonscan.Decode(args)
+	if err != nil {
+		return truncate(string(args), 120)
+	}
+	var b strings.Builder
+	writeSummary(&b, v, 0)
+	return truncate(b.String(), 320)
+}
+
+func writeSummary(b *strings.Builder, v any, depth int) {
+	if depth > 4 {
+		b.WriteString("…")
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		b.WriteByte('{')
+		for i, k := range sortedKeys(x) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeSummary(b, k, depth)
+			b.WriteByte(':')
+			writeSummary(b, x[k], depth+1)
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, it := range x {
+			if i == 3 && len(x) > 4 {
+				fmt.Fprintf(b, ",…(%d items)", len(x))
+				break
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeSummary(b, it, depth+1)
+		}
+		b.WriteByte(']')
+	case string:
+		if len(x) > 40 {
+			short := x[:24]
+			for len(short) > 0 && !utf8.ValidString(short) {
+				short = short[:len(short)-1]
+			}
+			b.Write(encode(short + "…"))
+			fmt.Fprintf(b, "(%d bytes)", len(x))
+			return
+		}
+		b.Write(encode(x))
+	default:
+		b.Write(encode(x))
+	}
+}
+
+// panicSite finds the source line a Go guest panicked at in its console
+// output: the first frame outside the Go runtime.
+func panicSite(console string) string {
+	for line := range strings.Lines(console) {
+		line = strings.TrimSpace(line)
+		file, _, ok := strings.Cut(line, " +0x")
+		if !ok || !strings.Contains(file, ".go:") {
+			continue
+		}
+		if strings.HasPrefix(file, "runtime/") || strings.Contains(file, "/src/runtime/") || strings.Contains(file, "/sdk-guest/") {
+			continue
+		}
+		return file
+	}
+	return ""
+}
+
+// capFix says how to stay within the cap an envelope names.
+func capFix(limit string) string {
+	switch limit {
+	case "host call":
+		return "a host call (a board operation, a log line) carried more than its 1 MiB cap: bound what the tool forwards " +
+			"(maxLength or a pattern in the inputSchema, which the host enforces, or an invalid_argument refusal) and page large answers"
+	case "output":
+		return "keep answers under the output cap: page them, or bound their size by an argument (max_bytes, limit)"
+	case "memory", "kernel memory":
+		return "bound memory use by the input size, and refuse inputs too large to handle with invalid_argument"
+	}
+	return "keep requests, answers and memory use within the host's caps"
+}

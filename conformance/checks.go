@@ -1,0 +1,165 @@
+package conformance
+
+// Severity says whether a failed check fails the run (error) or is reported
+// only (warning; --strict makes warnings fail too).
+type Severity string
+
+// Severities.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// Check documents one check: its stable id, the severity of its failures
+// and what it verifies. Some checks report a lesser problem of their kind as
+// a warning (their Doc says when).
+type Check struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	// PerTool is true when the check runs once per tool, false when once per
+	// plugin.
+	PerTool bool   `json:"per_tool"`
+	Doc     string `json:"doc"`
+}
+
+// Check ids. They are stable: tools and CI configurations match on them.
+const (
+	CheckWasm            = "abi.wasm"
+	CheckExports         = "abi.exports"
+	CheckImports         = "abi.imports"
+	CheckInstantiate     = "abi.instantiate"
+	CheckDescribe        = "abi.describe"
+	CheckManifest        = "abi.manifest"
+	CheckVersion         = "abi.version"
+	CheckManifestSection = "abi.manifest_section"
+	CheckCapabilityUse   = "abi.capability_use"
+
+	CheckCapabilities      = "surface.capabilities"
+	CheckToolName          = "surface.tool_name"
+	CheckDescription       = "surface.description"
+	CheckDescriptionFields = "surface.description_fields"
+	CheckInputSchema       = "surface.input_schema"
+	CheckSchemaKeywords    = "surface.schema_keywords"
+	CheckOutputSchema      = "surface.output_schema"
+	CheckInputDescribed    = "surface.input_fields_described"
+	CheckOutputDescribed   = "surface.output_fields_described"
+	CheckRules             = "surface.rules"
+	CheckRulesDeclared     = "surface.rules_declared"
+	CheckRootCombinator    = "surface.root_combinator"
+	CheckUnknownFields     = "surface.unknown_fields"
+	CheckIdempotency       = "surface.idempotency"
+
+	CheckInvalid  = "behaviour.invalid"
+	CheckValid    = "behaviour.valid"
+	CheckOutput   = "behaviour.output"
+	CheckSize     = "behaviour.size"
+	CheckDeadline = "behaviour.deadline"
+	CheckFuzz     = "behaviour.fuzz"
+	CheckCodes    = "behaviour.codes"
+
+	CheckSandboxProbe = "sandbox.probe"
+	CheckSandboxReach = "sandbox.reach"
+)
+
+// Checks lists every check in report order.
+var Checks = []Check{
+	{CheckWasm, SeverityError, false,
+		"the file is a WebAssembly 1.0 binary whose type, import, function and export sections parse"},
+	{CheckExports, SeverityError, false,
+		"describe and call are exported as functions of type () -> i32; memory is exported; _initialize, if exported, is () -> (); " +
+			"no _start (a command module: the host never runs it, so the Go runtime is never initialised); " +
+			"plugboard_buffer (i32) -> i32 and plugboard_call (i32) -> i64 come as a pair"},
+	{CheckImports, SeverityError, false,
+		"every import is a function from wasi_snapshot_preview1, extism:host/env or plugboard:host/v1 that the host's runtime really " +
+			"provides with that signature (each import is linked on its own against the host's engine); no memory, table or global " +
+			"imports; plugboard:host/v1.yield is reserved for the host's loop instrumentation"},
+	{CheckInstantiate, SeverityError, false,
+		"the module compiles in the host's runtime (after loop instrumentation) and an instance starts (_initialize runs) within the deadline"},
+	{CheckDescribe, SeverityError, false,
+		"the describe export answers, within the deadline, JSON that decodes as a manifest"},
+	{CheckManifest, SeverityError, false,
+		"the manifest the host serves (the embedded section, else describe's answer) passes abi.Manifest.Validate: tools, names, " +
+			"descriptions, object input schemas, idempotency key, timeout, rules, when"},
+	{CheckVersion, SeverityError, false,
+		"the manifest's abi is one this host supports (at most abi.Version); a manifest without abi (an Extism MCP plugin) is a warning"},
+	{CheckManifestSection, SeverityError, false,
+		"the embedded plugboard.manifest section is JSON equal to what describe returns (after the defaults plugin build fills in: " +
+			"plugin name, abi); a module without the section is a warning (the host must compile it and run describe at load time)"},
+	{CheckCapabilityUse, SeverityWarning, false,
+		"capabilities match the imports: a plugin importing plugboard:host/v1.board declares a capability (else every board call is " +
+			"permission_denied), and one declaring board capabilities imports board (least privilege: declare only what you use)"},
+	{CheckCapabilities, SeverityError, false,
+		"every declared capability is one the host knows (abi: board.read, board.write, board.control, workspace.read)"},
+	{CheckToolName, SeverityError, true,
+		"the tool name is 1-128 of [A-Za-z0-9_.-] and unique within the plugin"},
+	{CheckDescription, SeverityError, true,
+		"the description follows the template: lines starting Use when:, Required:, Optional:, Next:, Avoid:, in that order, each with text"},
+	{CheckDescriptionFields, SeverityWarning, true,
+		"the Required: line names every required input field, and Required: or Optional: names every other input field"},
+	{CheckInputSchema, SeverityError, true,
+		"the inputSchema is a JSON Schema (2020-12, or draft-07 when $schema says so) that github.com/google/jsonschema-go resolves, " +
+			"with top-level type object, known type names, and required fields that are properties when additionalProperties is false"},
+	{CheckSchemaKeywords, SeverityWarning, true,
+		"no keyword in the input or output schema is unknown to JSON Schema 2020-12 (a misspelt keyword is silently ignored by validators)"},
+	{CheckOutputSchema, SeverityError, true,
+		"an outputSchema is declared, resolves, and has top-level type object (MCP clients validate structuredContent against it)"},
+	{CheckInputDescribed, SeverityError, true,
+		"every input field has a description: nested objects, array items, additionalProperties, $defs, oneOf/anyOf/allOf branches, " +
+			"if/then/else and not included; a field described once at its path counts everywhere it reappears"},
+	{CheckOutputDescribed, SeverityError, true,
+		"every output field has a description (as for input fields)"},
+	{CheckRules, SeverityError, true,
+		"the inputSchema rejects what each declared abi.Rule rejects: instances violating each rule (in each of its modes) are built " +
+			"from a valid instance and validated against the schema; any form counts (oneOf, or a root if/then/else plus not)"},
+	{CheckRulesDeclared, SeverityWarning, true,
+		"fields the schema's root not forbids together (not.required, not.anyOf[].required) have an abi.Rule, so agents get a precise " +
+			"code and hint instead of a generic invalid_argument"},
+	{CheckRootCombinator, SeverityWarning, true,
+		"the inputSchema has no oneOf, anyOf or allOf at its root: the Anthropic API refuses such tools (\"input_schema does not " +
+			"support oneOf, allOf, or anyOf at the top level\") and that fails every request of the session"},
+	{CheckUnknownFields, SeverityWarning, true,
+		"the inputSchema refuses unknown fields (additionalProperties: false), so a misspelt optional argument is an error, not ignored"},
+	{CheckIdempotency, SeverityError, true,
+		"a declared idempotency key field is a string property of the inputSchema"},
+	{CheckInvalid, SeverityError, true,
+		"invalid arguments derived from the schema (each required field missing, each typed property given another type, an unknown " +
+			"field, each rule and root not violated) are answered with an envelope carrying a code and a hint, never plugin_failed, " +
+			"plugin_timeout or internal"},
+	{CheckValid, SeverityError, true,
+		"a minimal valid instance derived from the schema is answered with a result or an envelope (board calls answer unavailable: " +
+			"the kit runs without a board), never plugin_failed or internal; a schema the kit cannot derive an instance from is a warning"},
+	{CheckOutput, SeverityError, true,
+		"every successful result carries structuredContent that validates against the outputSchema"},
+	{CheckSize, SeverityError, true,
+		"answers stay within the host's caps (4 MiB output, 1 MiB host call, memory limit): resource_exhausted on a derived " +
+			"(small) input is an error, on a fuzzed one a warning"},
+	{CheckDeadline, SeverityError, true,
+		"every call finishes within the tool's deadline (its timeout_ms, at most --call-timeout): plugin_timeout is a failure"},
+	{CheckFuzz, SeverityError, true,
+		"seeded random arguments derived from the schema (unicode and huge strings, numbers at the edges, nulls, wrong types, " +
+			"deep nesting, unknown fields) never crash the plugin or the host: plugin_failed or internal is a failure"},
+	{CheckCodes, SeverityError, true,
+		"envelopes the plugin produces carry a registered code (abi.Codes) and a message"},
+	{CheckSandboxProbe, SeverityError, false,
+		"a probe module built into the kit, compiled and instantiated by the same engine (hence the same sandbox configuration) as the " +
+			"plugin, finds no preopened directory (fd_prestat_get on fds 3-63), no open descriptor beyond stdio (fd_fdstat_get on 3-63), " +
+			"an empty environment and argument list, path_open failing on every descriptor, and sock_accept failing on every descriptor. " +
+			"It checks the host, which every plugin runs under; a failure is a host bug, not the plugin's"},
+	{CheckSandboxReach, SeverityWarning, false,
+		"the plugin imports no WASI function that only works with ambient access (path_*, fd_readdir, sock_*): in plugboard such " +
+			"calls always fail, so a tool relying on them cannot work"},
+}
+
+var checkIndex = func() map[string]Check {
+	m := map[string]Check{}
+	for _, c := range Checks {
+		m[c.ID] = c
+	}
+	return m
+}()
+
+// LookupCheck returns the documentation of a check id.
+func LookupCheck(id string) (Check, bool) {
+	c, ok := checkIndex[id]
+	return c, ok
+}

@@ -1,0 +1,425 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/dispatch"
+	"github.com/plugboard/plugboard/host/registry"
+	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/wasmfile"
+)
+
+// Defaults of Options.
+const (
+	DefaultFuzz        = 50
+	DefaultCallTimeout = 10 * time.Second
+	// describeTimeout bounds describe and the first instantiation, which
+	// include compiling the module.
+	describeTimeout = 60 * time.Second
+)
+
+// Options configures a kit run.
+type Options struct {
+	// Seed makes the fuzzed arguments reproducible (0 means 1).
+	Seed int64
+	// Fuzz is the number of random argument objects per tool, made after
+	// the deterministic edge values; 0 means DefaultFuzz, negative none.
+	Fuzz int
+	// CallTimeout caps every call's deadline (a tool's own timeout_ms
+	// applies when shorter); 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Parallel is how many plugins are checked at once; 0 means GOMAXPROCS.
+	Parallel int
+	// Strict makes warnings fail the run.
+	Strict bool
+	// Progress, if set, is called once per plugin as its checks finish
+	// (never concurrently).
+	Progress func(*PluginReport)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	switch {
+	case o.Fuzz == 0:
+		o.Fuzz = DefaultFuzz
+	case o.Fuzz < 0:
+		o.Fuzz = 0
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = goruntime.GOMAXPROCS(0)
+	}
+	return o
+}
+
+// Kit checks plugins. It owns one host engine, configured as `serve`
+// configures its own (default memory, payload and instance limits, no
+// board), and a throwaway data directory.
+type Kit struct {
+	opts Options
+	eng  *runtime.Engine
+	tmp  string
+
+	probeOnce sync.Once
+	probe     []probeResult
+	probeErr  error
+
+	linkMu sync.Mutex
+	links  map[string]error
+
+	// busy is set when a call was abandoned or a plugin could not be closed:
+	// a guest may still run in the engine's memory, so the engine is left
+	// open (the process is usually about to exit).
+	busy atomic.Bool
+}
+
+// closeTimeout bounds waiting for a plugin's calls when closing it.
+const closeTimeout = 5 * time.Second
+
+// New starts a kit. Close releases it.
+func New(ctx context.Context, opts Options) (*Kit, error) {
+	tmp, err := os.MkdirTemp("", "plugboard-conformance-")
+	if err != nil {
+		return nil, err
+	}
+	eng, err := runtime.New(ctx, runtime.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return &Kit{opts: opts.withDefaults(), eng: eng, tmp: tmp, links: map[string]error{}}, nil
+}
+
+// Close releases the engine and removes the data directory.
+func (k *Kit) Close(ctx context.Context) error {
+	var err error
+	if !k.busy.Load() {
+		err = k.eng.Close(ctx)
+	}
+	if rerr := os.RemoveAll(k.tmp); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// closing returns a context for closing plugins, bounded by closeTimeout.
+func closing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+}
+
+// closePlugin closes a compiled plugin, marking the kit busy if calls
+// still run in it.
+func (k *Kit) closePlugin(ctx context.Context, close func(context.Context) error) {
+	cctx, cancel := closing(ctx)
+	defer cancel()
+	if err := close(cctx); errors.Is(err, runtime.ErrBusy) {
+		k.busy.Store(true)
+	}
+}
+
+// Run checks every plugin file and returns the report; the error is only
+// for a kit that cannot start. Problems with a plugin are in its report.
+func Run(ctx context.Context, paths []string, opts Options) (*Report, error) {
+	k, err := New(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close(context.WithoutCancel(ctx))
+	o := k.opts
+	rep := &Report{ABI: abi.Version, Seed: o.Seed, Fuzz: o.Fuzz, Plugins: make([]PluginReport, len(paths))}
+	sem := make(chan struct{}, o.Parallel)
+	var wg sync.WaitGroup
+	var progressMu sync.Mutex
+	for i, path := range paths {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pr := k.CheckFile(ctx, path)
+			pr.finish(o.Strict)
+			rep.Plugins[i] = *pr
+			if o.Progress != nil {
+				progressMu.Lock()
+				o.Progress(pr)
+				progressMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	rep.Finish(o.Strict)
+	return rep, ctx.Err()
+}
+
+// link reports whether the host's engine provides one imported function
+// with that signature, by compiling and instantiating a module that imports
+// only it: the engine's own import check, then wazero's linker (names and
+// signatures), decide. Answers are memoised.
+func (k *Kit) link(ctx context.Context, mod, name string, t funcType) error {
+	key := mod + "\x00" + name + "\x00" + t.String()
+	k.linkMu.Lock()
+	defer k.linkMu.Unlock()
+	if err, ok := k.links[key]; ok {
+		return err
+	}
+	err := func() error {
+		p, err := k.eng.Compile(ctx, "conformance-import-probe", importProbe(mod, name, t), nil)
+		if err != nil {
+			return unwrapPlugin(err)
+		}
+		defer p.Close(ctx)
+		if err := p.Warm(ctx); err != nil {
+			return unwrapPlugin(err)
+		}
+		return nil
+	}()
+	k.links[key] = err
+	return err
+}
+
+// unwrapPlugin trims the engine's "plugin NAME: " and "instantiating the
+// plugin failed: " prefixes off a link error.
+func unwrapPlugin(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "plugin conformance-import-probe: ")
+	if i := strings.LastIndex(msg, "failed: "); i >= 0 {
+		msg = msg[i+len("failed: "):]
+	}
+	return errors.New(msg)
+}
+
+func (k *Kit) sandbox(ctx context.Context) ([]probeResult, error) {
+	k.probeOnce.Do(func() { k.probe, k.probeErr = runSandboxProbe(ctx, k.eng) })
+	return k.probe, k.probeErr
+}
+
+// CheckFile runs every check on one plugin file. The report's totals are
+// filled in by Report.Finish (Run does it).
+func (k *Kit) CheckFile(ctx context.Context, path string) *PluginReport {
+	start := time.Now()
+	pr := &PluginReport{File: path, Tools: []string{}}
+	rec := newRecorder()
+	defer func() {
+		pr.Results = rec.results
+		pr.duration = time.Since(start)
+	}()
+	k.check(ctx, path, pr, rec)
+	return pr
+}
+
+func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *recorder) {
+	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	skipAll := func(why string, ids ...string) {
+		for _, id := range ids {
+			rec.skip(id, "", why)
+		}
+	}
+	later := []string{CheckExports, CheckImports, CheckInstantiate, CheckDescribe, CheckManifest, CheckVersion, CheckManifestSection,
+		CheckCapabilityUse, CheckCapabilities, CheckSandboxProbe, CheckSandboxReach}
+
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		rec.fail(CheckWasm, "", "cannot read the file: "+err.Error(), "pass the path of a .wasm plugin")
+		skipAll("skipped: no module", later...)
+		return
+	}
+	mod, err := parseModule(wasm)
+	var info *wasmfile.Info
+	if err == nil {
+		info, err = wasmfile.Parse(wasm)
+	}
+	if err != nil {
+		rec.fail(CheckWasm, "", "not a WebAssembly module plugboard can read: "+err.Error(),
+			"pass a .wasm built for wasip1 (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, or plugboard plugin build)")
+		skipAll("skipped: no module", later...)
+		return
+	}
+	rec.pass(CheckWasm, "")
+
+	// ABI: exports, imports (each linked against the engine), reach.
+	checkExports(rec, mod)
+	checkImports(ctx, rec, mod, k.link)
+	checkReach(rec, mod)
+
+	// Compile and start one instance, as the host does on first use.
+	var described []byte
+	rt, err := k.eng.Compile(ctx, name, wasm, nil)
+	if err == nil {
+		defer k.closePlugin(ctx, rt.Close)
+		wctx, cancel := context.WithTimeout(ctx, describeTimeout)
+		err = rt.Warm(wctx)
+		cancel()
+	}
+	instantiated := err == nil
+	if err != nil {
+		rec.fail(CheckInstantiate, "", "the host cannot start the module: "+err.Error(),
+			"fix what the message names (an import, a trap in _initialize or in package init); the host would answer unavailable for every tool")
+	} else {
+		rec.pass(CheckInstantiate, "")
+	}
+	if _, ok := mod.export(abi.ExportDescribe); !ok || !instantiated {
+		rec.skip(CheckDescribe, "", "skipped: no describe export or no instance")
+	} else {
+		dctx, cancel := context.WithTimeout(ctx, describeTimeout)
+		out, err := rt.Describe(dctx)
+		cancel()
+		var m abi.Manifest
+		if err == nil {
+			err = json.Unmarshal(out, &m)
+		}
+		if err != nil {
+			rec.fail(CheckDescribe, "", "describe failed: "+err.Error(),
+				"describe must output the manifest JSON ({\"tools\": [...]}) and return 0; the SDK's describe does")
+		} else {
+			described = out
+			rec.pass(CheckDescribe, "")
+		}
+	}
+
+	// The manifest the host serves: the section if there is one, else
+	// describe's answer.
+	section, hasSection := info.Custom[abi.ManifestSection]
+	checkSection(rec, section, hasSection, described, name)
+	served := described
+	if hasSection {
+		served = section
+	}
+	var man abi.Manifest
+	manifestOK := false
+	switch {
+	case served == nil:
+		rec.skip(CheckManifest, "", "skipped: no manifest (no section, and describe did not answer)")
+	default:
+		if err := json.Unmarshal(served, &man); err != nil {
+			rec.fail(CheckManifest, "", "the manifest is not valid JSON: "+err.Error(), buildFix+"again")
+			break
+		}
+		if man.Plugin.Name == "" {
+			man.Plugin.Name = name
+		}
+		if err := man.Validate(); err != nil {
+			rec.fail(CheckManifest, "", "the host refuses the manifest: "+strings.ReplaceAll(err.Error(), "\n", "; "),
+				"fix each problem named; the host does not serve a plugin with an invalid manifest")
+		} else {
+			rec.pass(CheckManifest, "")
+		}
+		manifestOK = true
+	}
+	if !manifestOK {
+		skipAll("skipped: no manifest", CheckVersion, CheckCapabilityUse, CheckCapabilities)
+	} else {
+		pr.Plugin, pr.Version = man.Plugin.Name, man.Plugin.Version
+		switch {
+		case man.ABI > abi.Version:
+			rec.fail(CheckVersion, "", fmt.Sprintf("the manifest declares abi %d; this host supports up to %d", man.ABI, abi.Version),
+				"build against the plugboard release this host runs, or upgrade the host")
+		case man.ABI <= 0:
+			rec.warn(CheckVersion, "", "the manifest declares no abi: the host treats it as an Extism MCP plugin of ABI 1",
+				buildFix+"(it records abi "+fmt.Sprint(abi.Version)+")")
+		default:
+			rec.pass(CheckVersion, "")
+		}
+		checkCapabilityUse(rec, mod, &man)
+		checkCapabilities(rec, &man)
+	}
+
+	// The sandbox the plugin runs in.
+	if probes, err := k.sandbox(ctx); err != nil {
+		rec.fail(CheckSandboxProbe, "", err.Error(), "report it to plugboard's maintainers: the kit's probe must run")
+	} else {
+		for _, p := range probes {
+			if p.problem != "" {
+				rec.fail(CheckSandboxProbe, "", fmt.Sprintf("the host's sandbox does not hold: expected %s, but %s", p.what, p.problem),
+					"this is a host bug, not the plugin's: the runtime must instantiate plugins without preopens, environment, arguments or sockets")
+			}
+		}
+		rec.pass(CheckSandboxProbe, "")
+	}
+
+	if !manifestOK {
+		return
+	}
+	seen := map[string]int{}
+	for _, t := range man.Tools {
+		seen[t.Name]++
+	}
+	surfaces := make([]*toolSurface, 0, len(man.Tools))
+	for i := range man.Tools {
+		t := &man.Tools[i]
+		pr.Tools = append(pr.Tools, t.Name)
+		surfaces = append(surfaces, checkTool(rec, t, seen))
+	}
+	k.behaviour(ctx, path, pr, rec, surfaces, instantiated && man.Validate() == nil)
+}
+
+// behaviour loads the plugin into a registry and dispatcher of its own, as
+// `serve` would (every condition met, so conditional tools are served too),
+// and runs each tool's behaviour calls.
+func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec *recorder, surfaces []*toolSurface, runnable bool) {
+	ids := []string{CheckInvalid, CheckValid, CheckOutput, CheckSize, CheckDeadline, CheckFuzz, CheckCodes}
+	skip := func(why string) {
+		for _, ts := range surfaces {
+			for _, id := range ids {
+				rec.skip(id, ts.def.Name, why)
+			}
+		}
+	}
+	if !runnable {
+		skip("skipped: the host would not serve the plugin (see abi.instantiate and abi.manifest)")
+		return
+	}
+	dir, err := os.MkdirTemp(k.tmp, "plugin-")
+	if err != nil {
+		skip("skipped: " + err.Error())
+		return
+	}
+	defer os.RemoveAll(dir)
+	// The registry loads folders: give it one holding only this plugin.
+	link := filepath.Join(dir, filepath.Base(path))
+	abs, err := filepath.Abs(path)
+	if err == nil && os.Symlink(abs, link) != nil {
+		var b []byte
+		if b, err = os.ReadFile(path); err == nil {
+			err = os.WriteFile(link, b, 0o644)
+		}
+	}
+	if err != nil {
+		skip("skipped: " + err.Error())
+		return
+	}
+	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: dir, Engine: k.eng,
+		DescribeTimeout: describeTimeout, Conditions: abi.Conditions})
+	if err != nil {
+		skip("skipped: " + err.Error())
+		return
+	}
+	defer k.closePlugin(ctx, reg.Close)
+	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: k.opts.CallTimeout, MaxTimeout: k.opts.CallTimeout})
+	served := map[string]bool{}
+	for _, t := range reg.Tools() {
+		served[t.Def.Name] = true
+	}
+	for _, ts := range surfaces {
+		if !served[ts.def.Name] {
+			for _, id := range ids {
+				rec.skip(id, ts.def.Name, "skipped: the host does not serve this tool (see surface.tool_name)")
+			}
+			continue
+		}
+		pr.Calls += runBehaviour(ctx, d, rec, ts, &k.opts, func() { k.busy.Store(true) })
+	}
+}

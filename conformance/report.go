@@ -1,0 +1,418 @@
+package conformance
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is the outcome of one check on one tool (or on the plugin).
+type Status string
+
+// Statuses.
+const (
+	StatusPass Status = "pass"
+	StatusFail Status = "fail"
+	// StatusSkip: the check could not run because an earlier one failed
+	// (no manifest, no instance); the message says which.
+	StatusSkip Status = "skip"
+)
+
+// Result is one check on one tool, or on the whole plugin when Tool is "".
+// Several problems found by the same check on the same tool are one result:
+// Message is the first, Details the others.
+type Result struct {
+	ID       string   `json:"id"`
+	Tool     string   `json:"tool,omitempty"`
+	Severity Severity `json:"severity"`
+	Status   Status   `json:"status"`
+	// Message says what is wrong (or why the check was skipped).
+	Message string `json:"message,omitempty"`
+	// Fix says how to fix it.
+	Fix     string   `json:"fix,omitempty"`
+	Details []string `json:"details,omitempty"`
+	// Occurrences counts the problems found, repeats of the same one
+	// included (a fuzzed crash found by many instances, say).
+	Occurrences int `json:"occurrences,omitempty"`
+}
+
+// Failed reports whether the result fails the run.
+func (r *Result) Failed(strict bool) bool {
+	return r.Status == StatusFail && (r.Severity == SeverityError || strict)
+}
+
+// PluginReport is every check on one plugin file.
+type PluginReport struct {
+	File       string   `json:"file"`
+	Plugin     string   `json:"plugin,omitempty"`
+	Version    string   `json:"version,omitempty"`
+	Tools      []string `json:"tools"`
+	DurationMS int64    `json:"duration_ms"`
+	// Calls counts the tool calls the behaviour checks made.
+	Calls    int      `json:"calls"`
+	Checks   int      `json:"checks"`
+	Errors   int      `json:"errors"`
+	Warnings int      `json:"warnings"`
+	Skipped  int      `json:"skipped"`
+	OK       bool     `json:"ok"`
+	Results  []Result `json:"results"`
+
+	duration time.Duration
+}
+
+// Report is the outcome of a kit run.
+type Report struct {
+	ABI      int            `json:"abi"`
+	Seed     int64          `json:"seed"`
+	Fuzz     int            `json:"fuzz"`
+	Strict   bool           `json:"strict"`
+	OK       bool           `json:"ok"`
+	Checks   int            `json:"checks"`
+	Errors   int            `json:"errors"`
+	Warnings int            `json:"warnings"`
+	Plugins  []PluginReport `json:"plugins"`
+}
+
+// finish counts the results and decides OK.
+func (p *PluginReport) finish(strict bool) {
+	p.Checks, p.Errors, p.Warnings, p.Skipped = len(p.Results), 0, 0, 0
+	for _, r := range p.Results {
+		switch {
+		case r.Status == StatusSkip:
+			p.Skipped++
+		case r.Status == StatusFail && r.Severity == SeverityError:
+			p.Errors++
+		case r.Status == StatusFail:
+			p.Warnings++
+		}
+	}
+	p.OK = p.Errors == 0 && (!strict || p.Warnings == 0)
+	p.DurationMS = p.duration.Milliseconds()
+}
+
+// Finish recomputes the totals, with warnings failing the run when strict.
+func (r *Report) Finish(strict bool) {
+	r.Strict = strict
+	r.OK, r.Checks, r.Errors, r.Warnings = true, 0, 0, 0
+	for i := range r.Plugins {
+		p := &r.Plugins[i]
+		p.finish(strict)
+		r.Checks += p.Checks
+		r.Errors += p.Errors
+		r.Warnings += p.Warnings
+		r.OK = r.OK && p.OK
+	}
+}
+
+// recorder collects the results of one plugin, one per (check, tool).
+type recorder struct {
+	results []Result
+	index   map[[2]string]int
+	keys    map[[3]string]bool
+}
+
+func newRecorder() *recorder {
+	return &recorder{index: map[[2]string]int{}, keys: map[[3]string]bool{}}
+}
+
+func (r *recorder) get(id, tool string) *Result {
+	k := [2]string{id, tool}
+	i, ok := r.index[k]
+	if !ok {
+		c, known := LookupCheck(id)
+		if !known {
+			panic("conformance: unknown check id " + id)
+		}
+		i = len(r.results)
+		r.index[k] = i
+		r.results = append(r.results, Result{ID: id, Tool: tool, Severity: c.Severity, Status: StatusPass})
+	}
+	return &r.results[i]
+}
+
+// pass records that the check ran; it does not undo a failure.
+func (r *recorder) pass(id, tool string) { r.get(id, tool) }
+
+// fail records a problem of the check's own severity.
+func (r *recorder) fail(id, tool, message, fix string) {
+	c, _ := LookupCheck(id)
+	r.problem(id, tool, c.Severity, message, fix)
+}
+
+// warn records a problem as a warning whatever the check's severity.
+func (r *recorder) warn(id, tool, message, fix string) {
+	r.problem(id, tool, SeverityWarning, message, fix)
+}
+
+// failOnce records a problem unless one with the same key was recorded for
+// this check and tool: repeats only count as occurrences.
+func (r *recorder) failOnce(id, tool, key, message, fix string) {
+	c, _ := LookupCheck(id)
+	r.problemOnce(id, tool, key, c.Severity, message, fix)
+}
+
+// warnOnce is failOnce for a warning.
+func (r *recorder) warnOnce(id, tool, key, message, fix string) {
+	r.problemOnce(id, tool, key, SeverityWarning, message, fix)
+}
+
+func (r *recorder) problemOnce(id, tool, key string, sev Severity, message, fix string) {
+	k := [3]string{id, tool, key}
+	if r.keys[k] {
+		res := r.get(id, tool)
+		res.Occurrences++
+		return
+	}
+	r.keys[k] = true
+	r.problem(id, tool, sev, message, fix)
+}
+
+func (r *recorder) problem(id, tool string, sev Severity, message, fix string) {
+	res := r.get(id, tool)
+	res.Occurrences++
+	if res.Status != StatusFail {
+		res.Status, res.Severity, res.Message, res.Fix = StatusFail, sev, message, fix
+		return
+	}
+	if sev == SeverityError && res.Severity != SeverityError {
+		// An error outranks the warnings recorded so far: it leads.
+		res.Details = append(res.Details, res.Message)
+		res.Severity, res.Message, res.Fix = sev, message, fix
+		return
+	}
+	if len(res.Details) < maxDetails {
+		res.Details = append(res.Details, message)
+	} else if len(res.Details) == maxDetails {
+		res.Details = append(res.Details, "… (more problems of this kind not listed)")
+	}
+}
+
+const maxDetails = 12
+
+// skip records that the check could not run, unless it already failed.
+func (r *recorder) skip(id, tool, why string) {
+	res := r.get(id, tool)
+	if res.Status == StatusPass {
+		res.Status, res.Message = StatusSkip, why
+	}
+}
+
+// ---- output ----
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteText writes the human report: plugins with failures first, each
+// failure with its fix (errors before warnings), then one line per plugin
+// that passed, then the totals.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	order := make([]int, len(r.Plugins))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, c int) int {
+		return failRank(&r.Plugins[a]) - failRank(&r.Plugins[c])
+	})
+	for _, i := range order {
+		p := &r.Plugins[i]
+		failed := failures(p)
+		status := "ok  "
+		if !p.OK {
+			status = "FAIL"
+		}
+		fmt.Fprintf(&b, "%s  %s", status, filepath.Base(p.File))
+		if p.Plugin != "" {
+			fmt.Fprintf(&b, " (plugin %s, %s)", strings.TrimSpace(p.Plugin+" "+p.Version), plural(len(p.Tools), "tool"))
+		}
+		fmt.Fprintf(&b, ": %s, %s, %s", plural(p.Checks, "check"), plural(p.Errors, "error"), plural(p.Warnings, "warning"))
+		if p.Skipped > 0 {
+			fmt.Fprintf(&b, ", %d skipped", p.Skipped)
+		}
+		b.WriteString("\n")
+		for _, res := range failed {
+			where := ""
+			if res.Tool != "" {
+				where = res.Tool + ": "
+			}
+			times := ""
+			if res.Occurrences > 1+len(res.Details) {
+				times = fmt.Sprintf(" [%d occurrences]", res.Occurrences)
+			}
+			fmt.Fprintf(&b, "  %-7s  %-32s %s%s%s\n", res.Severity, res.ID, where, res.Message, times)
+			for _, d := range res.Details {
+				fmt.Fprintf(&b, "  %-7s  %-32s   also: %s\n", "", "", d)
+			}
+			if res.Fix != "" {
+				fmt.Fprintf(&b, "  %-7s  %-32s   fix: %s\n", "", "", res.Fix)
+			}
+		}
+		if len(failed) > 0 {
+			b.WriteString("\n")
+		}
+	}
+	verdict := "ok"
+	if !r.OK {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "conformance: %s, %s: %s, %s — %s\n", plural(len(r.Plugins), "plugin"), plural(r.Checks, "check"),
+		plural(r.Errors, "error"), plural(r.Warnings, "warning"), verdict)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func failRank(p *PluginReport) int {
+	switch {
+	case p.Errors > 0:
+		return 0
+	case p.Warnings > 0:
+		return 1
+	}
+	return 2
+}
+
+// failures returns the failed results, errors first, in check order.
+func failures(p *PluginReport) []Result {
+	var out []Result
+	for _, r := range p.Results {
+		if r.Status == StatusFail {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Result) int {
+		if a.Severity == b.Severity {
+			return 0
+		}
+		if a.Severity == SeverityError {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// ProgressLine is the one-line summary of a plugin printed while the kit
+// runs, e.g. "tasks-read.wasm: 10 tools, 212 checks … ok (3.1s)".
+func (p *PluginReport) ProgressLine() string {
+	verdict := "ok"
+	switch {
+	case !p.OK:
+		verdict = fmt.Sprintf("FAIL (%s, %s)", plural(p.Errors, "error"), plural(p.Warnings, "warning"))
+	case p.Warnings > 0:
+		verdict = fmt.Sprintf("ok (%s)", plural(p.Warnings, "warning"))
+	}
+	return fmt.Sprintf("%s: %s, %s … %s (%.1fs)", filepath.Base(p.File), plural(len(p.Tools), "tool"),
+		plural(p.Checks, "check"), verdict, p.duration.Seconds())
+}
+
+// JUnit XML: one testsuite per plugin, one testcase per check and tool.
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	File     string      `xml:"file,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the report as JUnit XML. A failed check is a
+// <failure> when it fails the run (an error, or a warning under --strict);
+// other warnings are passing test cases whose <system-out> carries the
+// warning, so CI dashboards show them without failing the build.
+func (r *Report) WriteJUnit(w io.Writer) error {
+	out := junitSuites{Name: "plugboard conformance"}
+	var total time.Duration
+	for _, p := range r.Plugins {
+		name := p.Plugin
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(p.File), ".wasm")
+		}
+		s := junitSuite{Name: name, File: p.File, Time: seconds(p.duration)}
+		for _, res := range p.Results {
+			tc := junitCase{Name: res.ID, ClassName: "conformance." + name}
+			if res.Tool != "" {
+				tc.Name = res.ID + "/" + res.Tool
+			}
+			text := res.Message
+			for _, d := range res.Details {
+				text += "\nalso: " + d
+			}
+			if res.Fix != "" {
+				text += "\nfix: " + res.Fix
+			}
+			switch {
+			case res.Status == StatusSkip:
+				tc.Skipped = &junitMessage{Message: res.Message}
+				s.Skipped++
+			case res.Failed(r.Strict):
+				tc.Failure = &junitMessage{Message: res.Message, Type: string(res.Severity), Text: text}
+				s.Failures++
+			case res.Status == StatusFail:
+				tc.SystemOut = "WARNING: " + text
+			}
+			s.Cases = append(s.Cases, tc)
+		}
+		s.Tests = len(s.Cases)
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Skipped += s.Skipped
+		total += p.duration
+		out.Suites = append(out.Suites, s)
+	}
+	out.Time = seconds(total)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

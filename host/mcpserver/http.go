@@ -1,0 +1,389 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The HTTP transport serves an MCP server over streamable HTTP (go-sdk
+// sessions, server-sent events for progress) at MCPPath, behind two small
+// middlewares: a DNS-rebinding guard when the server listens on loopback and
+// bearer-token authentication when an Authenticator is set.
+
+// MCPPath and HealthPath are the endpoints of the HTTP transport.
+const (
+	MCPPath    = "/mcp"
+	HealthPath = "/healthz"
+)
+
+// An Authenticator decides whom a bearer token belongs to: it returns the
+// caller's identity and true, or false to refuse the request. It must compare
+// secrets in constant time. The identity becomes the go-sdk's
+// auth.TokenInfo.UserID: tool handlers see it in req.Extra.TokenInfo, and a
+// session is bound to the identity that opened it.
+type Authenticator func(token string) (identity string, ok bool)
+
+// StaticToken admits exactly token. Both sides are hashed before a
+// constant-time comparison, so neither the content nor the length of the
+// expected token leaks through timing. The identity is "token".
+func StaticToken(token string) Authenticator {
+	want := sha256.Sum256([]byte(token))
+	return func(got string) (string, bool) {
+		g := sha256.Sum256([]byte(got))
+		return "token", subtle.ConstantTimeCompare(g[:], want[:]) == 1
+	}
+}
+
+// HTTPOptions configures NewHTTP.
+type HTTPOptions struct {
+	// Loopback says the server listens on a loopback address only. Requests
+	// must then name it in their Host header — localhost or a loopback IP
+	// literal (127.0.0.1, [::1]) with Port — and a browser's Origin, if any,
+	// must be loopback too: DNS-rebinding protection.
+	Loopback bool
+	// Port is the listening port that Host headers must carry when Loopback.
+	Port string
+	// Authenticate, when set, requires "Authorization: Bearer TOKEN" on every
+	// request (HealthPath is exempt on loopback). Nil admits everyone.
+	Authenticate Authenticator
+	// Logger receives the transport's logs; nil discards them.
+	Logger *slog.Logger
+	// ShutdownGrace is how long Serve lets calls in flight finish once its
+	// context ends before cancelling them (default 10s).
+	ShutdownGrace time.Duration
+}
+
+// HTTPServer is the streamable HTTP transport of one MCP server. It is an
+// http.Handler; Serve runs it on a listener with graceful shutdown.
+type HTTPServer struct {
+	opts    HTTPOptions
+	handler http.Handler
+
+	mu sync.Mutex
+	// draining is set once shutdown starts: new requests are refused.
+	draining bool
+	// active counts the requests being served other than event streams;
+	// idle, once draining, is closed when it reaches zero.
+	active int
+	idle   chan struct{}
+
+	// streams ends the standalone event streams (GET), which last as long
+	// as their session; a client whose stream ends reconnects, and fails
+	// its session if it cannot, so they end only after the last call.
+	streams    context.Context
+	endStreams context.CancelFunc
+	// calls ends the contexts of tool calls still running at the end of the
+	// grace.
+	calls       context.Context
+	cancelCalls context.CancelFunc
+}
+
+// NewHTTP returns the HTTP transport of srv. It adds a receiving middleware
+// to srv (so that Serve can cancel calls still running after the grace):
+// create one HTTPServer per mcp.Server.
+func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 10 * time.Second
+	}
+	h := &HTTPServer{opts: opts}
+	h.streams, h.endStreams = context.WithCancel(context.Background())
+	h.calls, h.cancelCalls = context.WithCancel(context.Background())
+	srv.AddReceivingMiddleware(h.cancelOnStop)
+
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Logger: opts.Logger,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, streamable)
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeHTTPError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET")
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeHTTPError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such endpoint %q; MCP is served at %s", r.URL.Path, MCPPath))
+	})
+
+	var next http.Handler = mux
+	if opts.Authenticate != nil {
+		authed := RequireBearer(opts.Authenticate, mux)
+		if opts.Loopback {
+			// A local liveness probe needs no secret; elsewhere the health
+			// endpoint would only tell scanners a server is here.
+			next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == HealthPath {
+					mux.ServeHTTP(w, r)
+					return
+				}
+				authed.ServeHTTP(w, r)
+			})
+		} else {
+			next = authed
+		}
+	}
+	next = h.track(next)
+	if opts.Loopback {
+		next = LoopbackGuard(opts.Port, next)
+	}
+	h.handler = next
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.handler.ServeHTTP(w, r)
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down gracefully: it
+// stops listening and refuses new requests (503), lets requests in flight
+// finish for up to ShutdownGrace, then cancels the calls still running,
+// ends the standalone event streams and closes every connection. It returns
+// nil after a shutdown, or the listener's error.
+func (h *HTTPServer) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(h.opts.Logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	idle := h.drain()
+	h.opts.Logger.Info("HTTP transport shutting down; waiting for calls in flight", "grace", h.opts.ShutdownGrace)
+	// Shutdown closes the listener and idle connections at once, then waits
+	// for the active ones, which include the event streams until they end.
+	stopWaiting, giveUp := context.WithCancel(context.WithoutCancel(ctx))
+	defer giveUp()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- hs.Shutdown(stopWaiting) }()
+	grace := time.NewTimer(h.opts.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+	case <-grace.C:
+		h.opts.Logger.Warn("calls still running after the shutdown grace; cancelling them", "grace", h.opts.ShutdownGrace)
+		h.cancelCalls()
+		// Cancelled calls answer at their plugin's next check; give their
+		// responses a moment to reach the clients.
+		select {
+		case <-idle:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	h.endStreams()
+	select {
+	case <-shutdown:
+	case <-time.After(2 * time.Second):
+		giveUp()
+		<-shutdown
+		_ = hs.Close()
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// cancelOnStop is an mcp.Middleware giving every incoming request a context
+// that also ends when Serve gives up waiting for it.
+func (h *HTTPServer) cancelOnStop(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(h.calls, cancel)
+		defer stop()
+		return next(ctx, method, req)
+	}
+}
+
+// track counts the requests in flight for the shutdown and answers 503
+// once it has started. Event streams (GET on MCPPath) are not counted:
+// they get a context that ends after the last call.
+func (h *HTTPServer) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stream := r.Method == http.MethodGet && r.URL.Path == MCPPath
+		if !h.enter(!stream) {
+			w.Header().Set("Connection", "close")
+			writeHTTPError(w, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+			return
+		}
+		if stream {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			stop := context.AfterFunc(h.streams, cancel)
+			defer stop()
+			r = r.WithContext(ctx)
+		} else {
+			defer h.leave()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// enter admits a request unless draining, counting it if count.
+func (h *HTTPServer) enter(count bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.draining {
+		return false
+	}
+	if count {
+		h.active++
+	}
+	return true
+}
+
+func (h *HTTPServer) leave() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.active--
+	if h.active == 0 && h.idle != nil {
+		close(h.idle)
+		h.idle = nil
+	}
+}
+
+// drain starts refusing requests and returns a channel closed once none
+// is in flight.
+func (h *HTTPServer) drain() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.draining = true
+	idle := make(chan struct{})
+	if h.active == 0 {
+		close(idle)
+	} else {
+		h.idle = idle
+	}
+	return idle
+}
+
+// RequireBearer admits requests whose "Authorization: Bearer TOKEN" header
+// a admits, and answers 401 with a WWW-Authenticate challenge otherwise. The
+// identity a returns is attached as the go-sdk's auth.TokenInfo.
+func RequireBearer(a Authenticator, next http.Handler) http.Handler {
+	// The go-sdk's own middleware attaches the TokenInfo (its context key is
+	// unexported); the verifier only hands over the identity decided below.
+	attach := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		id, ok := ctx.Value(identityKey{}).(string)
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: id}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, present := bearerToken(r)
+		if !present {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="plugboard"`)
+			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token: send Authorization: Bearer TOKEN")
+			return
+		}
+		id, ok := a(token)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="plugboard", error="invalid_token"`)
+			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "invalid bearer token")
+			return
+		}
+		attach.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+	})
+}
+
+type identityKey struct{}
+
+// bearerToken parses "Authorization: Bearer TOKEN" exactly as the go-sdk
+// does (two fields, scheme case-insensitive).
+func bearerToken(r *http.Request) (string, bool) {
+	fields := strings.Fields(r.Header.Get("Authorization"))
+	if len(fields) != 2 || !strings.EqualFold(fields[0], "bearer") {
+		return "", false
+	}
+	return fields[1], true
+}
+
+// LoopbackGuard protects a server listening on loopback from DNS rebinding
+// and cross-origin browser requests: it answers 403 unless the Host header
+// names a loopback host (localhost or a loopback IP literal) with port, and
+// any Origin header is a loopback origin.
+func LoopbackGuard(port string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host, port) {
+			writeHTTPError(w, http.StatusForbidden, "forbidden_host",
+				fmt.Sprintf("Host %q is not this server's loopback address (localhost:%s, 127.0.0.1:%s or [::1]:%s)", r.Host, port, port, port))
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
+			writeHTTPError(w, http.StatusForbidden, "forbidden_origin",
+				fmt.Sprintf("cross-origin request from %q refused", origin))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names a loopback host on port
+// (a header without a port stands for port 80).
+func loopbackHost(hostport, port string) bool {
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		// No port ("localhost", "[::1]"): the default one.
+		if host, _, err = net.SplitHostPort(hostport + ":80"); err != nil {
+			return false
+		}
+		p = "80"
+	}
+	return p == port && isLoopbackName(host)
+}
+
+// loopbackOrigin reports whether an Origin header is an http(s) origin on a
+// loopback host ("null" and other opaque origins are not).
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	return isLoopbackName(u.Hostname())
+}
+
+func isLoopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
+}
+
+// writeHTTPError answers status with a small JSON body
+// {"error": code, "message": message}.
+func writeHTTPError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}{code, message})
+}

@@ -1,0 +1,446 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/plugboard/plugboard/abi"
+)
+
+// This file is the SDK side of ABI version 2: tool results with content
+// other than the structured answer, resources, resource templates, prompts
+// and completions, and the host functions that reach the MCP client during
+// a call (Notify, Sample, Elicit).
+
+// Result is a tool answer made of MCP content items: a tool whose handler
+// returns *Result (or Result) has no inferred output schema, and its
+// content reaches the client as it is. Structured, when set, is sent as
+// structuredContent too (declare ToolSpec.OutputSchema for it); when
+// Content is empty the host adds its compact JSON as the one text item.
+type Result struct {
+	Content    []abi.Content
+	Structured any
+}
+
+// Text is a text content item.
+func Text(text string) abi.Content { return abi.Content{Type: abi.ContentText, Text: text} }
+
+// Image is an image content item: the image's bytes and MIME type
+// (image/png, ...).
+func Image(data []byte, mimeType string) abi.Content {
+	return abi.Content{Type: abi.ContentImage, Data: data, MIMEType: mimeType}
+}
+
+// Audio is an audio content item: the sound's bytes and MIME type
+// (audio/wav, ...).
+func Audio(data []byte, mimeType string) abi.Content {
+	return abi.Content{Type: abi.ContentAudio, Data: data, MIMEType: mimeType}
+}
+
+// Embedded is an embedded-resource content item.
+func Embedded(r abi.ResourceContents) abi.Content {
+	return abi.Content{Type: abi.ContentResource, Resource: &r}
+}
+
+// ResourceLink is a resource_link content item: a pointer to a resource the
+// client may read with resources/read.
+func ResourceLink(uri, name, mimeType string) abi.Content {
+	return abi.Content{Type: abi.ContentResourceLink, URI: uri, Name: name, MIMEType: mimeType}
+}
+
+// TextResource is the contents of a text resource.
+func TextResource(uri, mimeType, text string) abi.ResourceContents {
+	return abi.ResourceContents{URI: uri, MIMEType: mimeType, Text: text}
+}
+
+// BlobResource is the contents of a binary resource.
+func BlobResource(uri, mimeType string, data []byte) abi.ResourceContents {
+	return abi.ResourceContents{URI: uri, MIMEType: mimeType, Blob: data}
+}
+
+// Message is a prompt message; role is "user" or "assistant".
+func Message(role string, content abi.Content) abi.PromptMessage {
+	return abi.PromptMessage{Role: role, Content: content}
+}
+
+// CompleteFunc suggests values for the argument arg of a prompt or resource
+// template, given the values of the arguments already resolved.
+type CompleteFunc func(c *Call, arg abi.CompletionArg, resolved map[string]string) (abi.Completion, error)
+
+// ResourceSpec is a resource at a fixed URI (abi.Resource).
+type ResourceSpec = abi.Resource
+
+// ResourceTemplateSpec is a family of resources matching a URI template;
+// Complete, when set, answers completion/complete for its variables.
+type ResourceTemplateSpec struct {
+	URITemplate, Name, Title, Description, MIMEType string
+	Complete                                        CompleteFunc
+}
+
+// PromptSpec is a prompt; Complete, when set, answers completion/complete
+// for its arguments.
+type PromptSpec struct {
+	Name, Title, Description string
+	Arguments                []abi.PromptArgument
+	Complete                 CompleteFunc
+}
+
+type resource struct {
+	spec abi.Resource
+	read func(c *Call, uri string) ([]abi.ResourceContents, error)
+}
+
+type resourceTemplate struct {
+	spec     ResourceTemplateSpec
+	read     func(c *Call, uri string, vars map[string]string) ([]abi.ResourceContents, error)
+	match    *regexp.Regexp // nil: the template has expressions the SDK cannot match
+	varNames []string
+}
+
+type prompt struct {
+	spec PromptSpec
+	get  func(c *Call, args map[string]string) (*abi.GetPromptResult, error)
+}
+
+// Resource registers a resource at a fixed URI; read returns its contents
+// (see TextResource, BlobResource). Call it from init. The host lists the
+// resource from the manifest and calls read for resources/read of its URI.
+func Resource(spec ResourceSpec, read func(c *Call, uri string) ([]abi.ResourceContents, error)) {
+	std.resource(spec, read)
+}
+
+// ResourceTemplate registers a resource template (RFC 6570, e.g.
+// "file:///logs/{day}"); read gets the requested URI and the values of the
+// template's simple {name} expressions. Call it from init.
+func ResourceTemplate(spec ResourceTemplateSpec, read func(c *Call, uri string, vars map[string]string) ([]abi.ResourceContents, error)) {
+	std.resourceTemplate(spec, read)
+}
+
+// Prompt registers a prompt; get renders it from its arguments (strings).
+// The host refuses a prompts/get that lacks a required argument before the
+// plugin runs. Call it from init.
+func Prompt(spec PromptSpec, get func(c *Call, args map[string]string) (*abi.GetPromptResult, error)) {
+	std.prompt(spec, get)
+}
+
+func (r *registry) resource(spec ResourceSpec, read func(c *Call, uri string) ([]abi.ResourceContents, error)) {
+	if spec.URI == "" || spec.Name == "" || read == nil {
+		panic(fmt.Sprintf("sdk: Resource %q: uri, name and read are required", spec.URI))
+	}
+	for _, x := range r.resources {
+		if x.spec.URI == spec.URI {
+			panic(fmt.Sprintf("sdk: Resource %q registered twice", spec.URI))
+		}
+	}
+	r.resources = append(r.resources, &resource{spec: spec, read: read})
+}
+
+func (r *registry) resourceTemplate(spec ResourceTemplateSpec, read func(c *Call, uri string, vars map[string]string) ([]abi.ResourceContents, error)) {
+	if spec.URITemplate == "" || spec.Name == "" || read == nil {
+		panic(fmt.Sprintf("sdk: ResourceTemplate %q: uriTemplate, name and read are required", spec.URITemplate))
+	}
+	for _, x := range r.templates {
+		if x.spec.URITemplate == spec.URITemplate {
+			panic(fmt.Sprintf("sdk: ResourceTemplate %q registered twice", spec.URITemplate))
+		}
+	}
+	t := &resourceTemplate{spec: spec, read: read}
+	t.match, t.varNames = templatePattern(spec.URITemplate)
+	r.templates = append(r.templates, t)
+}
+
+func (r *registry) prompt(spec PromptSpec, get func(c *Call, args map[string]string) (*abi.GetPromptResult, error)) {
+	if err := checkName(spec.Name); err != nil {
+		panic("sdk: Prompt: " + err.Error())
+	}
+	if get == nil {
+		panic(fmt.Sprintf("sdk: Prompt %q: nil handler", spec.Name))
+	}
+	for _, x := range r.prompts {
+		if x.spec.Name == spec.Name {
+			panic(fmt.Sprintf("sdk: Prompt %q registered twice", spec.Name))
+		}
+	}
+	r.prompts = append(r.prompts, &prompt{spec: spec, get: get})
+}
+
+// templatePattern turns a URI template whose expressions are all simple
+// ({name}, matching one path segment) or reserved ({+name}, matching the
+// rest) into a regular expression; other operators leave it unmatched.
+func templatePattern(t string) (*regexp.Regexp, []string) {
+	var b strings.Builder
+	var names []string
+	b.WriteString("^")
+	for {
+		i := strings.IndexByte(t, '{')
+		if i < 0 {
+			b.WriteString(regexp.QuoteMeta(t))
+			break
+		}
+		j := strings.IndexByte(t[i:], '}')
+		if j < 0 {
+			return nil, nil
+		}
+		b.WriteString(regexp.QuoteMeta(t[:i]))
+		expr := t[i+1 : i+j]
+		t = t[i+j+1:]
+		class := `[^/?#]*`
+		if strings.HasPrefix(expr, "+") {
+			expr, class = expr[1:], `.*`
+		}
+		if expr == "" || strings.ContainsAny(expr, "#./;?&=,!@|*:") {
+			return nil, nil
+		}
+		names = append(names, expr)
+		b.WriteString("(" + class + ")")
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, nil
+	}
+	return re, names
+}
+
+// vars extracts the template's variables from uri, or reports no match.
+func (t *resourceTemplate) vars(uri string) (map[string]string, bool) {
+	if t.match == nil {
+		return nil, false
+	}
+	m := t.match.FindStringSubmatch(uri)
+	if m == nil {
+		return nil, false
+	}
+	vars := make(map[string]string, len(t.varNames))
+	for i, name := range t.varNames {
+		vars[name] = m[i+1]
+	}
+	return vars, true
+}
+
+// manifestV2 adds the resources, templates and prompts to m.
+func (r *registry) manifestV2(m *abi.Manifest) {
+	for _, x := range r.resources {
+		m.Resources = append(m.Resources, x.spec)
+	}
+	for _, x := range r.templates {
+		s := x.spec
+		m.ResourceTemplates = append(m.ResourceTemplates, abi.ResourceTemplate{URITemplate: s.URITemplate, Name: s.Name,
+			Title: s.Title, Description: s.Description, MIMEType: s.MIMEType, Completion: s.Complete != nil})
+	}
+	for _, x := range r.prompts {
+		s := x.spec
+		m.Prompts = append(m.Prompts, abi.Prompt{Name: s.Name, Title: s.Title, Description: s.Description,
+			Arguments: s.Arguments, Completion: s.Complete != nil})
+	}
+}
+
+// method serves a request for a method other than tools/call.
+func (r *registry) method(req *abi.CallRequest) []byte {
+	c := &Call{ctx: req.Context}
+	var (
+		result any
+		err    error
+	)
+	switch req.Method {
+	case abi.MethodResourcesRead:
+		result, err = r.readResource(c, req.Params.URI)
+	case abi.MethodPromptsGet:
+		result, err = r.getPrompt(c, req.Params.Name, req.Params.Arguments)
+	case abi.MethodCompletionComplete:
+		result, err = r.complete(c, &req.Params)
+	default:
+		err = abi.NewEnvelope(abi.CodeInvalidArgument, fmt.Sprintf("plugin %q does not serve method %q", r.info.Name, req.Method),
+			"the host sends only the methods of abi.Methods")
+	}
+	var out abi.MethodResult
+	if err != nil {
+		env, ok := err.(*abi.Envelope)
+		if !ok {
+			env = &abi.Envelope{Code: abi.CodeToolError, Message: err.Error()}
+		}
+		out.Error = env
+	} else if out.Result, err = json.Marshal(result); err != nil {
+		out.Error = &abi.Envelope{Code: abi.CodeToolError, Message: "the result could not be encoded as JSON: " + err.Error()}
+	}
+	b, err := json.Marshal(out)
+	if err != nil { // envelope details that do not encode
+		out.Error.Details = map[string]any{"details_error": err.Error()}
+		b, _ = json.Marshal(out)
+	}
+	return b
+}
+
+func (r *registry) readResource(c *Call, uri string) (*abi.ReadResourceResult, error) {
+	var (
+		contents []abi.ResourceContents
+		err      error
+		found    bool
+	)
+	for _, x := range r.resources {
+		if x.spec.URI == uri {
+			found = true
+			contents, err = x.read(c, uri)
+			break
+		}
+	}
+	if !found {
+		for _, t := range r.templates {
+			if vars, ok := t.vars(uri); ok {
+				found = true
+				contents, err = t.read(c, uri, vars)
+				break
+			}
+		}
+	}
+	if !found {
+		return nil, NotFound(fmt.Sprintf("plugin %q serves no resource %q", r.info.Name, uri), "Call resources/list and resources/templates/list.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range contents {
+		if contents[i].URI == "" {
+			contents[i].URI = uri
+		}
+	}
+	if contents == nil {
+		contents = []abi.ResourceContents{}
+	}
+	return &abi.ReadResourceResult{Contents: contents}, nil
+}
+
+func (r *registry) getPrompt(c *Call, name string, rawArgs json.RawMessage) (*abi.GetPromptResult, error) {
+	for _, p := range r.prompts {
+		if p.spec.Name != name {
+			continue
+		}
+		args := map[string]string{}
+		if len(rawArgs) > 0 && string(rawArgs) != "null" {
+			if err := json.Unmarshal(rawArgs, &args); err != nil {
+				return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "prompt arguments must be an object of strings: "+err.Error(), "")
+			}
+		}
+		res, err := p.get(c, args)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			res = &abi.GetPromptResult{}
+		}
+		if res.Messages == nil {
+			res.Messages = []abi.PromptMessage{}
+		}
+		return res, nil
+	}
+	return nil, NotFound(fmt.Sprintf("plugin %q has no prompt %q", r.info.Name, name), "Call prompts/list.")
+}
+
+func (r *registry) complete(c *Call, p *abi.CallParams) (*abi.CompleteResult, error) {
+	if p.Ref == nil || p.Argument == nil {
+		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "completion/complete needs ref and argument", "")
+	}
+	var fn CompleteFunc
+	switch p.Ref.Type {
+	case abi.RefPrompt:
+		for _, x := range r.prompts {
+			if x.spec.Name == p.Ref.Name {
+				fn = x.spec.Complete
+			}
+		}
+	case abi.RefResource:
+		for _, x := range r.templates {
+			if x.spec.URITemplate == p.Ref.URI {
+				fn = x.spec.Complete
+			}
+		}
+	}
+	res := &abi.CompleteResult{Completion: abi.Completion{Values: []string{}}}
+	if fn == nil {
+		return res, nil
+	}
+	var resolved map[string]string
+	if p.CompletionContext != nil {
+		resolved = p.CompletionContext.Arguments
+	}
+	comp, err := fn(c, *p.Argument, resolved)
+	if err != nil {
+		return nil, err
+	}
+	if comp.Values == nil {
+		comp.Values = []string{}
+	}
+	if len(comp.Values) > 100 { // MCP's limit per answer
+		comp.Values, comp.HasMore = comp.Values[:100], true
+	}
+	res.Completion = comp
+	return res, nil
+}
+
+// Notify sends the MCP client a log message (notifications/message) at
+// level (debug, info, notice, warning, error, critical, alert, emergency);
+// data is a string or any JSON-encodable value. The client receives it only
+// at or above the level it set with logging/setLevel. Unlike Log, which
+// writes to the operator's log, Notify talks to the client.
+func (c *Call) Notify(level string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		b, _ = json.Marshal(fmt.Sprint(data))
+	}
+	req, _ := json.Marshal(abi.NotifyRequest{Level: level, Data: b})
+	hostNotify(req)
+}
+
+// Sample asks the client's model for a message (sampling/createMessage) and
+// waits for the answer. The plugin must Require(abi.CapSampling). A client
+// without the sampling capability answers an unsupported envelope.
+func (c *Call) Sample(req abi.SampleRequest) (*abi.SampleResult, error) {
+	var out abi.SampleResult
+	if err := hostRequest(hostSample, "sample", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Elicit asks the client's user for input (elicitation/create, form mode)
+// and waits for the answer: message tells the user what is asked, schema
+// is a flat JSON Schema object (any JSON-encodable value, e.g.
+// json.RawMessage). The plugin must Require(abi.CapElicitation). A
+// declined or cancelled request is a result, not an error.
+func (c *Call) Elicit(message string, schema any) (*abi.ElicitResult, error) {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "elicit: schema is not JSON: "+err.Error(), "")
+	}
+	var out abi.ElicitResult
+	if err := hostRequest(hostElicit, "elicit", abi.ElicitRequest{Message: message, RequestedSchema: raw}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// hostRequest calls a host function that answers a HostResponse and decodes
+// its result into out.
+func hostRequest(fn func([]byte) []byte, name string, req, out any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return abi.NewEnvelope(abi.CodeInvalidArgument, name+": request is not JSON: "+err.Error(), "")
+	}
+	resp := fn(b)
+	if resp == nil {
+		return abi.NewEnvelope(abi.CodeInternal, name+": the host returned nothing", "retry the call")
+	}
+	var hr abi.HostResponse
+	if err := json.Unmarshal(resp, &hr); err != nil {
+		return abi.NewEnvelope(abi.CodeInternal, name+": unreadable host response: "+err.Error(), "retry the call")
+	}
+	if hr.Error != nil {
+		return hr.Error
+	}
+	if err := json.Unmarshal(hr.Result, out); err != nil {
+		return abi.NewEnvelope(abi.CodeInternal, name+": result does not decode: "+err.Error(), "")
+	}
+	return nil
+}
