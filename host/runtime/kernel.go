@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -28,6 +29,9 @@ type kernel struct {
 	vars   map[string][]byte
 	opts   *CallOptions
 	plugin *Plugin
+	// ctx is the context of the call (or instantiation) under way, for the
+	// guest's sleeps; nil between calls.
+	ctx context.Context
 	// limit records the first cap a guest ran into during the call; the call
 	// then fails with resource_exhausted whatever the guest does next.
 	limit *abi.Envelope
@@ -316,4 +320,30 @@ func kernelFrom(ctx context.Context) *kernel {
 		panic(fmt.Errorf("%s called outside a plugin call", abi.ExtismModule))
 	}
 	return k
+}
+
+// sleep is the guest's nanosleep (WASI poll_oneoff with a clock, which is
+// how a Go guest's time.Sleep and idle scheduler wait). wazero's own sleeps
+// ignore the call's context, so a guest asleep past its deadline would hold
+// its instance until it woke; this one unwinds the guest, like yield does,
+// the moment the call ends.
+func (k *kernel) sleep(ns int64) {
+	ctx := k.ctx
+	if ctx == nil {
+		time.Sleep(time.Duration(ns))
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		panic(errInterrupted{err})
+	}
+	if ns <= 0 {
+		return
+	}
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		panic(errInterrupted{ctx.Err()})
+	}
 }

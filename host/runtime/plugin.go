@@ -84,6 +84,7 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 			"rebuild the plugin with the plugboard SDK or export the function")
 	}
 	inst.k.reset(input, &opts)
+	inst.k.ctx = ctx
 	inst.console.Reset()
 	// The kernel goes in outermost so host functions find it in one step.
 	callCtx := context.WithValue(ctx, kernelKey{}, &inst.k)
@@ -231,6 +232,7 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 }
 
 func (p *Plugin) release(inst *instance, healthy bool) {
+	inst.k.ctx = nil // before another call can take the instance
 	if healthy && !inst.mod.IsClosed() {
 		select {
 		case p.idle <- inst:
@@ -253,11 +255,13 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(randSource).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithSysNanosleep().
+		WithNanosleep(inst.k.sleep).
 		WithStdout(&inst.console).
 		WithStderr(&inst.console)
 	kctx := context.WithValue(ctx, kernelKey{}, &inst.k)
+	inst.k.ctx = ctx
 	mod, err := p.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(kctx, p.engine.memory), p.compiled, mc)
+	inst.k.ctx = nil
 	if err != nil {
 		env := p.failure(ctx, inst, err)
 		env.Message = "instantiating the plugin failed: " + env.Message

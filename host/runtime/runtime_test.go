@@ -46,7 +46,7 @@ func TestRuntime(t *testing.T) {
 		t.Skip("builds plugins")
 	}
 	_, wasm := buildtest.Plugins(t, "plugins/echo", "testdata/plugins/loop", "testdata/plugins/hog",
-		"testdata/plugins/crash", "testdata/plugins/rawpdk")
+		"testdata/plugins/crash", "testdata/plugins/rawpdk", "testdata/plugins/sleepy")
 	ctx := context.Background()
 	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), MemoryLimitPages: 1024, MaxOutputBytes: 64 << 10, MaxInputBytes: 128 << 10})
 	if err != nil {
@@ -103,6 +103,35 @@ func TestRuntime(t *testing.T) {
 		}
 		if took := time.Since(start); took > time.Second {
 			t.Errorf("interrupted after %v, deadline was 300ms", took)
+		}
+	})
+
+	t.Run("deadline interrupts a sleeping guest", func(t *testing.T) {
+		// A guest asleep in poll_oneoff is not in a loop the yield check
+		// reaches; the host's nanosleep must wake it at the deadline, and
+		// cancellation likewise.
+		sleepy := compile(t, e, wasm["sleepy"])
+		_ = sleepy.Warm(ctx)
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := sleepy.Call(cctx, abi.ExportCall, request("sleep", `{"ms":3600000}`), runtime.CallOptions{})
+		if env := envelope(t, err); env.Code != abi.CodePluginTimeout {
+			t.Errorf("got %+v", env)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("interrupted after %v, deadline was 300ms", took)
+		}
+		cctx, cancelNow := context.WithCancel(ctx)
+		time.AfterFunc(100*time.Millisecond, cancelNow)
+		_, err = sleepy.Call(cctx, abi.ExportCall, request("sleep", `{"ms":3600000}`), runtime.CallOptions{})
+		if env := envelope(t, err); env.Code != abi.CodeCancelled {
+			t.Errorf("cancelled sleep: got %+v", env)
+		}
+		// Sleeps that end in time still work, on a fresh instance.
+		out, err := sleepy.Call(ctx, abi.ExportCall, request("sleep", `{"ms":20}`), runtime.CallOptions{})
+		if err != nil || !strings.Contains(string(out), "ended_unix_nano") {
+			t.Errorf("short sleep: %s, %v", out, err)
 		}
 	})
 

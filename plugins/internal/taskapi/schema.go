@@ -217,6 +217,9 @@ func generateSchema(t reflect.Type, input bool, patch schemaPatch) ([]byte, erro
 		return nil, err
 	}
 	adjust(s, input)
+	if input {
+		limitStrings(s, "")
+	}
 	if s.Properties == nil {
 		// Some clients want properties even on a tool without arguments.
 		s.Properties = map[string]*jsonschema.Schema{}
@@ -232,6 +235,56 @@ func generateSchema(t reflect.Type, input bool, patch schemaPatch) ([]byte, erro
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// uuidPattern is the form of every *_id argument except request_id.
+const uuidPattern = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`
+
+// maxLengths bounds the free-text arguments by name; any other string gets
+// defaultMaxLength. Without bounds, a megabyte title would reach the board
+// host call and come back resource_exhausted instead of a clear
+// invalid_argument from the schema.
+var maxLengths = map[string]int{
+	"title":         500,
+	"description":   65536,
+	"prompt":        262144,
+	"path":          4096,
+	"paths[]":       4096,
+	"executor":      64,
+	"variant":       64,
+	"target_branch": 255,
+}
+
+const defaultMaxLength = 4096
+
+// limitStrings gives every string argument a maximum length, and every id
+// argument the UUID pattern, recursively (name is the property's name, with
+// "[]" for array items).
+func limitStrings(s *jsonschema.Schema, name string) {
+	if s == nil {
+		return
+	}
+	if s.Type == "string" && s.Enum == nil && s.Const == nil {
+		base := name
+		if i := strings.LastIndex(base, "."); i >= 0 {
+			base = base[i+1:]
+		}
+		switch {
+		case strings.HasSuffix(base, "_id") && base != "request_id":
+			s.Pattern = uuidPattern
+			s.MaxLength = jsonschema.Ptr(36)
+		case s.MaxLength == nil:
+			max, ok := maxLengths[base]
+			if !ok {
+				max = defaultMaxLength
+			}
+			s.MaxLength = jsonschema.Ptr(max)
+		}
+	}
+	for prop, p := range s.Properties {
+		limitStrings(p, prop)
+	}
+	limitStrings(s.Items, name+"[]")
 }
 
 func adjust(s *jsonschema.Schema, input bool) {

@@ -11,16 +11,20 @@ var generatedSchemas = map[string]toolSchemas{
     "project_id": {
       "type": "string",
       "description": "project id (UUID) from list_projects",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "title": {
       "type": "string",
       "description": "short task title, 1-500 bytes, not blank",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 500
     },
     "description": {
       "type": "string",
-      "description": "task details for the agent (markdown); default empty"
+      "description": "task details for the agent (markdown); default empty",
+      "maxLength": 65536
     },
     "request_id": {
       "type": "string",
@@ -97,6 +101,8 @@ var generatedSchemas = map[string]toolSchemas{
     "task_id": {
       "type": "string",
       "description": "task id (UUID) from list_tasks or create_task",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     }
   },
@@ -151,22 +157,28 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID); targets its latest session; give attempt_id or session_id, not both",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "session_id": {
       "type": "string",
       "description": "session id (UUID) from get_attempt_status.latest_session_id; give session_id or attempt_id, not both",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "prompt": {
       "type": "string",
       "description": "the message for the agent; required for send and queue, not allowed for cancel",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 262144
     },
     "variant": {
       "type": "string",
       "description": "executor variant from list_executors.variants for this run (send and queue only); default the session's variant",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 64
     },
     "request_id": {
       "type": "string",
@@ -327,6 +339,8 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID) from list_task_attempts",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "force": {
@@ -507,12 +521,15 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID) from list_task_attempts",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "path": {
       "type": "string",
       "description": "repo-prefixed path (repo_name/path inside the repo) from get_attempt_changes; no leading /, no .. leaving the repo",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 4096
     },
     "start": {
       "type": "integer",
@@ -630,13 +647,16 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID) from list_task_attempts",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "paths": {
       "type": "array",
       "items": {
         "type": "string",
-        "minLength": 1
+        "minLength": 1,
+        "maxLength": 4096
       },
       "description": "repo-prefixed paths (repo_name/path) from get_attempt_changes, at most 100; default every change (then the diff guard applies unless force)",
       "minItems": 1
@@ -744,6 +764,8 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID) from list_task_attempts or start_task_attempt",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     }
   },
@@ -974,6 +996,8 @@ var generatedSchemas = map[string]toolSchemas{
     "task_id": {
       "type": "string",
       "description": "task id (UUID) from list_tasks or create_task",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     }
   },
@@ -1208,6 +1232,8 @@ var generatedSchemas = map[string]toolSchemas{
     "project_id": {
       "type": "string",
       "description": "project id (UUID) from list_projects",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     }
   },
@@ -1277,6 +1303,8 @@ var generatedSchemas = map[string]toolSchemas{
     "task_id": {
       "type": "string",
       "description": "task id (UUID) from list_tasks or create_task",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     }
   },
@@ -1383,6 +1411,8 @@ var generatedSchemas = map[string]toolSchemas{
     "project_id": {
       "type": "string",
       "description": "project id (UUID) from list_projects",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "status": {
@@ -1538,12 +1568,15 @@ var generatedSchemas = map[string]toolSchemas{
     "task_id": {
       "type": "string",
       "description": "task id (UUID) from list_tasks or create_task",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "executor": {
       "type": "string",
       "description": "executor from list_executors, passed as listed (e.g. CLAUDE_CODE; claude-code is read as CLAUDE_CODE); must be available",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 64
     },
     "repos": {
       "type": "array",
@@ -1553,11 +1586,14 @@ var generatedSchemas = map[string]toolSchemas{
           "repo_id": {
             "type": "string",
             "description": "repo id (UUID) from list_repos",
+            "maxLength": 36,
+            "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
             "format": "uuid"
           },
           "target_branch": {
             "type": "string",
-            "description": "git branch to start from; default the repo's target_branch"
+            "description": "git branch to start from; default the repo's target_branch",
+            "maxLength": 255
           }
         },
         "required": [
@@ -1571,7 +1607,8 @@ var generatedSchemas = map[string]toolSchemas{
     "variant": {
       "type": "string",
       "description": "executor variant from list_executors.variants (e.g. PLAN); default the executor's default_variant",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 64
     },
     "request_id": {
       "type": "string",
@@ -1686,6 +1723,8 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID) from list_task_attempts",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "force": {
@@ -1776,6 +1815,8 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID); the log of its latest process is read",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "channel": {
@@ -1970,11 +2011,15 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id": {
       "type": "string",
       "description": "attempt id (UUID); reads its latest session; give attempt_id or session_id, not both",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "session_id": {
       "type": "string",
       "description": "session id (UUID) from get_attempt_status.latest_session_id; give session_id or attempt_id, not both",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "limit": {
@@ -2152,16 +2197,20 @@ var generatedSchemas = map[string]toolSchemas{
     "task_id": {
       "type": "string",
       "description": "task id (UUID) from list_tasks",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
       "format": "uuid"
     },
     "title": {
       "type": "string",
       "description": "new title, 1-500 bytes, not blank; omit to keep",
-      "minLength": 1
+      "minLength": 1,
+      "maxLength": 500
     },
     "description": {
       "type": "string",
-      "description": "new description; empty string clears it; omit to keep"
+      "description": "new description; empty string clears it; omit to keep",
+      "maxLength": 65536
     },
     "status": {
       "type": "string",
