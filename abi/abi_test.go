@@ -68,3 +68,28 @@ func TestManifestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestToolAliases(t *testing.T) {
+	for alias, ok := range map[string]bool{
+		"mcp__mail__send": true, "mcp__system__log_decision": true, "mcp__my-ns__x.y": true, "mcp__a_b__c": true,
+		"mail_send": false, "mcp__mail": false, "mcp____send": false, "mcp__mail__": false, "mcp__ma__il__send": true,
+		"MCP__mail__send": false, "mcp__mail__se nd": false,
+	} {
+		if ValidAlias(alias) != ok {
+			t.Errorf("ValidAlias(%q) = %v, want %v", alias, !ok, ok)
+		}
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	m := Manifest{Tools: []Tool{
+		{Name: "mail_send", Description: "d", InputSchema: schema, Aliases: []string{"mcp__mail__send"}},
+		{Name: "mail_read", Description: "d", InputSchema: schema, Aliases: []string{"mcp__mail__send", "bad"}},
+	}}
+	err := m.Validate()
+	if err == nil || !strings.Contains(err.Error(), `alias "mcp__mail__send" is already`) || !strings.Contains(err.Error(), `alias "bad" must have the form`) {
+		t.Fatalf("Validate: %v", err)
+	}
+	m.Tools[1].Aliases = []string{"mcp__mail__read"}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,6 +13,11 @@ const (
 	CapBoardControl = "board.control"
 	// CapWorkspaceRead reads attempt worktrees: changes, patches, files.
 	CapWorkspaceRead = "workspace.read"
+	// CapMail acts for the calling agent (the identity the transport
+	// authenticated): its mail (send, inbox, read, reply), its own status
+	// and its deliberate decision-log entries. An operation under it
+	// without a caller identity is refused.
+	CapMail = "mail"
 )
 
 // FuncBoard is the board API host function: a BoardRequest in, the
@@ -51,6 +56,19 @@ const (
 	OpGetAttemptChanges  = "get_attempt_changes"
 	OpGetAttemptPatch    = "get_attempt_patch"
 	OpGetAttemptFile     = "get_attempt_file"
+	OpReviewQueue        = "review_queue"
+	OpApproveAttempt     = "approve_attempt"
+	OpRequestChanges     = "request_changes"
+
+	// Operations acting for the caller (see CapMail); their arguments and
+	// results are host/mail's and host/audit's.
+	OpMailSend       = "mail_send"
+	OpMailListInbox  = "mail_list_inbox"
+	OpMailRead       = "mail_read"
+	OpMailReply      = "mail_reply"
+	OpAgentGetStatus = "agent_get_status"
+	OpAgentGetTask   = "agent_get_task"
+	OpLogDecision    = "log_decision"
 )
 
 // BoardOps maps every board operation to the capability it requires.
@@ -74,4 +92,14 @@ var BoardOps = map[string]string{
 	OpGetAttemptChanges:  CapWorkspaceRead,
 	OpGetAttemptPatch:    CapWorkspaceRead,
 	OpGetAttemptFile:     CapWorkspaceRead,
+	OpReviewQueue:        CapBoardRead,
+	OpApproveAttempt:     CapBoardControl,
+	OpRequestChanges:     CapBoardControl,
+	OpMailSend:           CapMail,
+	OpMailListInbox:      CapMail,
+	OpMailRead:           CapMail,
+	OpMailReply:          CapMail,
+	OpAgentGetStatus:     CapMail,
+	OpAgentGetTask:       CapBoardRead,
+	OpLogDecision:        CapMail,
 }

@@ -49,8 +49,10 @@
 //
 // [FuncBoard] serves the task board: the request is a [BoardRequest]
 // {"op", "args"}, and each operation in [BoardOps] needs its own capability
-// ([CapBoardRead], [CapBoardWrite], [CapBoardControl], [CapWorkspaceRead]),
-// granted by the operator out of what the manifest declares.
+// ([CapBoardRead], [CapBoardWrite], [CapBoardControl], [CapWorkspaceRead],
+// [CapMail]), granted by the operator out of what the manifest declares.
+// The [CapMail] operations act for the call's caller, which the host knows
+// and the plugin cannot choose.
 //
 // # All of MCP (ABI version 2)
 //

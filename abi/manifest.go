@@ -64,6 +64,11 @@ type Tool struct {
 	// Rules are mode rules the host checks before the schema, to give a
 	// violation its precise code and hint (see Rule).
 	Rules []Rule `json:"rules,omitempty"`
+	// Aliases are other names the tool answers to outside MCP's tools/list
+	// (the REST endpoint, `plugboard call`) and that caller permissions
+	// match, each of the form mcp__<namespace>__<tool> (ValidAlias), e.g.
+	// mcp__mail__send for mail_send.
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // Conditions a tool may name in Tool.When.

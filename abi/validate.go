@@ -16,6 +16,14 @@ var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 // ValidToolName reports whether name is a valid MCP tool name.
 func ValidToolName(name string) bool { return toolName.MatchString(name) }
 
+// aliasName is mcp__<namespace>__<tool>: a namespace of letters, digits and
+// '-' in words joined by single '_', then a tool name.
+var aliasName = regexp.MustCompile(`^mcp__[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*__[A-Za-z0-9.-][A-Za-z0-9_.-]*$`)
+
+// ValidAlias reports whether name is a valid tool alias: a valid tool name
+// of the form mcp__<namespace>__<tool> (mcp__mail__send).
+func ValidAlias(name string) bool { return ValidToolName(name) && aliasName.MatchString(name) }
+
 // Validate checks what the host needs to serve a manifest: a supported ABI
 // version, at least one tool, valid and unique names, descriptions, and input
 // schemas that are JSON objects of type "object". Style rules (description
@@ -29,6 +37,9 @@ func (m *Manifest) Validate() error {
 		errs = append(errs, errors.New("manifest declares no tools"))
 	}
 	seen := map[string]bool{}
+	for _, t := range m.Tools {
+		seen[t.Name] = false
+	}
 	for i, t := range m.Tools {
 		where := fmt.Sprintf("tool %d (%q)", i, t.Name)
 		if !ValidToolName(t.Name) {
@@ -38,6 +49,16 @@ func (m *Manifest) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: name declared twice", where))
 		}
 		seen[t.Name] = true
+		for _, a := range t.Aliases {
+			if !ValidAlias(a) {
+				errs = append(errs, fmt.Errorf("%s: alias %q must have the form mcp__<namespace>__<tool> (letters, digits, '-', '_', '.')", where, a))
+				continue
+			}
+			if _, taken := seen[a]; taken {
+				errs = append(errs, fmt.Errorf("%s: alias %q is already a tool name or alias", where, a))
+			}
+			seen[a] = true
+		}
 		if t.Description == "" {
 			errs = append(errs, fmt.Errorf("%s: description is empty", where))
 		}

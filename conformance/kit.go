@@ -408,7 +408,11 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 		return
 	}
 	defer k.closePlugin(ctx, reg.Close)
-	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: k.opts.CallTimeout, MaxTimeout: k.opts.CallTimeout})
+	// No retries: the kit judges each answer the plugin gives, and without
+	// a board every board call answers unavailable (retryable), which the
+	// host would otherwise run four times with backoff.
+	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: k.opts.CallTimeout, MaxTimeout: k.opts.CallTimeout,
+		Retry: dispatch.Retry{Max: -1}})
 	served := map[string]bool{}
 	for _, t := range reg.Tools() {
 		served[t.Def.Name] = true

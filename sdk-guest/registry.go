@@ -40,6 +40,10 @@ type ToolSpec struct {
 	// OutputSchema, when set, replaces the schema inferred from the output
 	// type. Its top-level type must be "object".
 	OutputSchema json.RawMessage
+	// Aliases are other names of the tool, each mcp__<namespace>__<tool>
+	// (abi.ValidAlias): the REST endpoint accepts them, and caller
+	// permissions match them as well as Name.
+	Aliases []string
 }
 
 // tool is one registered tool.
@@ -159,6 +163,11 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 	}
 	if spec.Idempotency != nil && spec.Idempotency.KeyField == "" {
 		fail("Idempotency.KeyField is empty")
+	}
+	for _, a := range spec.Aliases {
+		if !abi.ValidAlias(a) {
+			fail("alias %q must have the form mcp__<namespace>__<tool>", a)
+		}
 	}
 	inType, outType := reflect.TypeFor[In](), reflect.TypeFor[Out]()
 	if spec.InputSchema != nil {
@@ -296,6 +305,7 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 			TimeoutMS:    t.spec.TimeoutMS,
 			When:         t.spec.When,
 			Rules:        t.spec.Rules,
+			Aliases:      t.spec.Aliases,
 		})
 	}
 	r.manifestV2(m)

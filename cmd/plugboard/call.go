@@ -40,7 +40,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer h.close(context.WithoutCancel(ctx))
-	req := dispatch.Request{Tool: tool, Arguments: argsJSON, Caller: &abi.Caller{ID: "cli"}}
+	req := dispatch.Request{Tool: tool, Arguments: argsJSON, Caller: h.caller}
 	if *progress {
 		req.Progress = func(p abi.ProgressRequest) {
 			if p.Total > 0 {

@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/audit"
 	"github.com/plugboard/plugboard/host/board"
+	"github.com/plugboard/plugboard/host/board/store"
 	"github.com/plugboard/plugboard/host/boardapi"
 	"github.com/plugboard/plugboard/host/dispatch"
 	"github.com/plugboard/plugboard/host/grants"
 	"github.com/plugboard/plugboard/host/idempotency"
+	"github.com/plugboard/plugboard/host/mail"
+	"github.com/plugboard/plugboard/host/policy"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
 )
@@ -31,6 +35,10 @@ type hostFlags struct {
 	callTimeout  time.Duration
 	memoryMiB    uint
 	maxInstances int
+	// agents is the agents file (host/policy) and agent the identity of
+	// unauthenticated sessions (stdio, the CLI); "" is the local identity.
+	agents, agent string
+	pol           *policy.Policy
 	boardFlags
 }
 
@@ -66,8 +74,42 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.UintVar(&h.memoryMiB, "memory-limit", 128, "linear-memory cap of each plugin instance, MiB")
 	fs.IntVar(&h.maxInstances, "max-instances", 0, "concurrent instances per plugin (default: 2 x CPUs, at least 4)")
 	fs.StringVar(&h.grants, "grants", "", "JSON file narrowing the capabilities each plugin receives (default: what it declares)")
+	fs.StringVar(&h.agents, "agents", "", "JSON file of the agents (id, type, supervisor, token), their types' permissions and the critical tools (default: none; the caller is the local SUPERVISOR)")
+	fs.StringVar(&h.agent, "agent", "", "serve as this agent of --agents (stdio, and HTTP requests without a token); default: the local identity with SUPERVISOR rights")
 	fs.StringVar(&h.attempt, "attempt", os.Getenv("PLUGBOARD_ATTEMPT_ID"), "attempt this server runs inside, for get_context (default: $PLUGBOARD_ATTEMPT_ID, else the attempt whose worktree holds the working directory)")
 	h.boardFlags.register(fs)
+}
+
+// policy loads the agents file once and checks --agent against it.
+func (h *hostFlags) policy() (*policy.Policy, error) {
+	if h.pol != nil {
+		return h.pol, nil
+	}
+	pol, err := policy.Load(h.agents)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if h.agent != "" {
+		if h.agents == "" {
+			return nil, usageError("--agent %s needs --agents FILE, which configures it", h.agent)
+		}
+		if _, ok := pol.Agent(h.agent); !ok {
+			return nil, usageError("--agent %s: no such agent in %s", h.agent, h.agents)
+		}
+	}
+	h.pol = pol
+	return pol, nil
+}
+
+// caller is the identity of unauthenticated sessions: --agent, else the
+// local identity.
+func (h *hostFlags) caller() *abi.Caller {
+	if h.agent != "" {
+		if c, ok := h.pol.Caller(h.agent); ok {
+			return c
+		}
+	}
+	return policy.Local()
 }
 
 // defaultDataDir is $PLUGBOARD_DATA, else $XDG_DATA_HOME/plugboard, else
@@ -93,7 +135,15 @@ type host struct {
 	registry   *registry.Registry
 	dispatcher *dispatch.Dispatcher
 	board      *boardHandle
-	dataDir    string
+	// policy is the agents configuration; caller the identity of
+	// unauthenticated sessions.
+	policy *policy.Policy
+	caller *abi.Caller
+	// mail is the mail system (the dispatcher's escalator); decisions the
+	// decision log (its auditor).
+	mail      *mail.Service
+	decisions *audit.Log
+	dataDir   string
 	// idempotency is the retention of request_id records.
 	idempotency idempotency.Config
 	// stopPruner ends the idempotency pruner and waits for it; nil when
@@ -107,9 +157,12 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 		return nil, usageError("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	pol, err := h.policy()
+	if err != nil {
+		return nil, err
+	}
 	data := h.data
 	if data == "" {
-		var err error
 		if data, err = defaultDataDir(); err != nil {
 			return nil, err
 		}
@@ -129,7 +182,7 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 			return nil, fmt.Errorf("plugin directory: %w", err)
 		}
 	}
-	policy, err := grants.Load(h.grants)
+	grantsPolicy, err := grants.Load(h.grants)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +200,15 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	// The board opens (migrations, crash recovery) while plugins load:
 	// tools/list does not wait for it, a board call does.
 	bh := &boardHandle{ready: make(chan struct{})}
+	// The decision log (every call, and log_decision) and the mail system
+	// (mail tools, and escalations of calls that failed for good) keep
+	// their records in the board's store.
+	decisions := audit.New(bh.store, log)
+	var directory mail.Agents
+	if h.agents != "" {
+		directory = mail.FromPolicy(pol)
+	}
+	mailSvc := mail.New(bh.store, mail.Options{Agents: directory, Logger: log})
 	go func() {
 		defer close(bh.ready)
 		bh.b, bh.err = h.openBoard(context.WithoutCancel(ctx), data, log)
@@ -154,7 +216,7 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 			log.Error("task board unavailable; board operations will fail", "data", data, "err", bh.err)
 			return
 		}
-		bh.api = boardapi.New(bh.b, log)
+		bh.api = boardapi.New(bh.b, log, boardapi.WithMail(mailSvc), boardapi.WithDecisions(decisions))
 	}()
 	engine, err := runtime.New(ctx, runtime.Config{
 		CacheDir:         filepath.Join(data, "compiled"),
@@ -172,7 +234,7 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 		conditions = append(conditions, abi.WhenAttemptContext)
 	}
 	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log,
-		Grants: policy, Conditions: conditions})
+		Grants: grantsPolicy, Conditions: conditions})
 	if err != nil {
 		_ = engine.Close(ctx)
 		bh.close()
@@ -181,9 +243,12 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	// Keyed calls (tools declaring a request_id field) are deduplicated in
 	// the board's store; such a call waits for the board to open.
 	guard := idempotency.NewGuard(bh.idempotencyStore, idem)
-	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log, Idempotency: guard})
-	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()))
-	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: bh, idempotency: idem}, nil
+	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log, Idempotency: guard,
+		Policy: pol, Auditor: decisions, Escalator: mailSvc})
+	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()),
+		"agents", len(pol.Agents()))
+	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: bh, idempotency: idem,
+		policy: pol, caller: h.caller(), mail: mailSvc, decisions: decisions}, nil
 }
 
 // startPruner deletes expired request_id records now and periodically
@@ -208,15 +273,23 @@ func (h *host) close(ctx context.Context) {
 	if h.stopPruner != nil {
 		h.stopPruner() // it uses the board's store
 	}
-	// Processes first: agents do not outlive the host that records them.
+	// Calls in flight first: they still write decision-log rows and use
+	// the board. Then the decision log's queued rows, then the board (its
+	// processes: agents do not outlive the host that records them; and its
+	// store, which the log writes to).
+	callsDone := h.registry.Close(ctx)
+	if callsDone != nil {
+		h.log.Warn("plugin calls still running at shutdown; leaving them to the process exit", "err", callsDone)
+	}
+	if h.decisions != nil {
+		h.decisions.Close()
+	}
 	if err := h.board.close(); err != nil {
 		h.log.Warn("close board", "err", err)
 	}
-	if err := h.registry.Close(ctx); err != nil {
-		h.log.Warn("plugin calls still running at shutdown; leaving them to the process exit", "err", err)
-		return
+	if callsDone == nil {
+		_ = h.engine.Close(ctx)
 	}
-	_ = h.engine.Close(ctx)
 }
 
 const shutdownGrace = 10 * time.Second
@@ -246,6 +319,20 @@ func (bh *boardHandle) handle(ctx context.Context, granted func(string) bool, re
 // idempotencyStore returns the board's store for request_id records once
 // the board is open (an idempotency.StoreFunc).
 func (bh *boardHandle) idempotencyStore(ctx context.Context) (idempotency.Store, error) {
+	select {
+	case <-bh.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if bh.err != nil {
+		return nil, fmt.Errorf("the task board could not be opened: %w", bh.err)
+	}
+	return bh.b.Store(), nil
+}
+
+// store returns the board's store once the board is open (the decision
+// log's and the mail system's StoreFunc).
+func (bh *boardHandle) store(ctx context.Context) (*store.Store, error) {
 	select {
 	case <-bh.ready:
 	case <-ctx.Done():

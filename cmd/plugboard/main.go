@@ -44,6 +44,8 @@ Task board (every board command takes --data DIR, --json where it prints data):
   plugboard attempt logs ATTEMPT_ID [--channel normalized|raw] [--limit N] [--follow]
   plugboard attempt stop ATTEMPT_ID [--force]
   plugboard attempt executors
+  plugboard audit tail [--agent ID] [--tool T] [--limit N] [--follow] [--json]
+                                   the decision log: one line per tool call or logged decision
 PROJECT is a project id or exact name.
 
 Run 'plugboard COMMAND -h' for a command's flags.
@@ -109,6 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdConformance(ctx, args[1:], stdout, stderr)
 	case "project", "repo", "task", "attempt":
 		return cmdBoard(ctx, args, stdout, stderr)
+	case "audit":
+		return cmdAudit(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "plugboard", version)
 		return nil

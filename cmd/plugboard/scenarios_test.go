@@ -275,7 +275,7 @@ func TestScenarioToolsAreDiscoverable(t *testing.T) {
 	want := []string{"list_projects", "list_repos", "list_executors", "list_tasks", "get_task", "create_task",
 		"update_task", "delete_task", "list_task_attempts", "start_task_attempt", "get_attempt_status",
 		"tail_session_messages", "tail_attempt_logs", "get_attempt_changes", "get_attempt_patch", "get_attempt_file",
-		"follow_up", "stop_attempt"}
+		"follow_up", "stop_attempt", "review_queue", "approve_attempt", "request_changes"}
 	var got []string
 	for name := range sc.tools {
 		got = append(got, name)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/mcpserver"
+	"github.com/plugboard/plugboard/host/policy"
 )
 
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -35,13 +38,16 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError("serve takes no arguments, got %q", fs.Args())
 	}
-	// Listen before loading plugins, so a taken port or a missing token
-	// fails at once.
+	// Read the agents file and listen before loading plugins, so a bad
+	// file, a taken port or a missing token fails at once.
+	pol, err := hf.policy()
+	if err != nil {
+		return err
+	}
 	var ln net.Listener
 	var httpOpts mcpserver.HTTPOptions
 	if hc.addr != "" {
-		var err error
-		if ln, httpOpts, err = hc.listen(); err != nil {
+		if ln, httpOpts, err = hc.listen(pol.Tokens()); err != nil {
 			return err
 		}
 		defer ln.Close()
@@ -64,7 +70,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer h.close(context.WithoutCancel(ctx))
 	h.startPruner(ctx)
-	srv := mcpserver.New(h.registry, h.dispatcher, mcpserver.Options{Name: "plugboard", Version: version, Logger: h.log})
+	// A session the transport did not authenticate (stdio, HTTP without
+	// tokens) is --agent or the local identity; a bearer token's identity
+	// is its agent (or local, for --http-token). tools/list shows each only
+	// what it may call.
+	mopts := mcpserver.Options{Name: "plugboard", Version: version, Logger: h.log, Caller: h.caller,
+		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c }}
+	srv := mcpserver.New(h.registry, h.dispatcher, mopts)
+	// A connected recipient hears of new mail as a log notification.
+	h.mail.SetNotifier(mcpserver.NewMailNotifier(srv, mopts))
 	if *warm {
 		h.registry.Warm(ctx, 1, h.log)
 	}
@@ -78,10 +92,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	httpOpts.Logger = h.log
 	httpOpts.ShutdownGrace = shutdownGrace
+	httpOpts.Execute = mcpserver.REST(h.dispatcher, mopts)
 	hs := mcpserver.NewHTTP(srv, httpOpts)
 	auth := "none"
 	if httpOpts.Authenticate != nil {
 		auth = "bearer token"
+	}
+	if hc.shortAgentToken != "" {
+		h.log.Warn("an agent's HTTP bearer token is short; use 32 or more random characters", "agent", hc.shortAgentToken)
 	}
 	h.log.Info("HTTP transport", "loopback", httpOpts.Loopback, "auth", auth)
 	if hc.shortToken {
@@ -96,8 +114,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 // httpFlags select the streamable HTTP transport.
 type httpFlags struct {
 	addr, token, tokenFile string
-	// shortToken is set by listen when the token is easy to guess.
-	shortToken bool
+	// shortToken is set by listen when the token is easy to guess;
+	// shortAgentToken names an agent whose token is.
+	shortToken      bool
+	shortAgentToken string
 }
 
 // envHTTPToken is the bearer token when neither --http-token nor
@@ -106,18 +126,33 @@ const envHTTPToken = "PLUGBOARD_HTTP_TOKEN"
 
 func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "http", "", "serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080; port 0 picks a free one)")
-	fs.StringVar(&f.token, "http-token", "", "bearer token every HTTP request must carry (default: $"+envHTTPToken+"); required unless ADDR is loopback")
+	fs.StringVar(&f.token, "http-token", "", "bearer token of the local SUPERVISOR identity over HTTP (default: $"+envHTTPToken+"); a token (this or an agent's from --agents) is required unless ADDR is loopback")
 	fs.StringVar(&f.tokenFile, "http-token-file", "", "read the bearer token from FILE (surrounding whitespace ignored)")
 }
 
 // listen opens ADDR and returns the transport's options: DNS-rebinding
 // protection on a loopback address, bearer authentication when a token is
-// set. Without a token, a non-loopback address is refused (exit 2).
-func (f *httpFlags) listen() (net.Listener, mcpserver.HTTPOptions, error) {
+// set — the --http-token (the local identity) or an agent's (agentTokens,
+// token → agent id). Without any, a non-loopback address is refused
+// (exit 2).
+func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserver.HTTPOptions, error) {
 	var opts mcpserver.HTTPOptions
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, opts, err
+	}
+	tokens := map[string]string{}
+	maps.Copy(tokens, agentTokens)
+	if token != "" {
+		if id, taken := tokens[token]; taken {
+			return nil, opts, &exitError{code: 2, err: fmt.Errorf("the --http-token is also agent %s's token; give each its own", id)}
+		}
+		tokens[token] = policy.LocalID
+	}
+	for tok, id := range agentTokens {
+		if len(tok) < 16 {
+			f.shortAgentToken = id
+		}
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -130,13 +165,13 @@ func (f *httpFlags) listen() (net.Listener, mcpserver.HTTPOptions, error) {
 	}
 	opts.Loopback = tcp.IP.IsLoopback()
 	opts.Port = strconv.Itoa(tcp.Port)
-	if token != "" {
-		opts.Authenticate = mcpserver.StaticToken(token)
-		f.shortToken = len(token) < 16
+	if len(tokens) > 0 {
+		opts.Authenticate = mcpserver.Tokens(tokens)
+		f.shortToken = token != "" && len(token) < 16
 	} else if !opts.Loopback {
 		ln.Close()
 		return nil, opts, &exitError{code: 2, err: fmt.Errorf("--http %s listens beyond this machine (%s), so it needs a bearer token: "+
-			"set --http-token-file FILE, --http-token TOKEN or $%s, or listen on 127.0.0.1", f.addr, tcp.IP, envHTTPToken)}
+			"give agents tokens in --agents FILE, or set --http-token-file FILE, --http-token TOKEN or $%s, or listen on 127.0.0.1", f.addr, tcp.IP, envHTTPToken)}
 	}
 	return ln, opts, nil
 }

@@ -53,8 +53,10 @@ type Board struct {
 	mu      sync.Mutex
 	running map[string]*run // by process id, this host's processes only
 	// stops counts stops under way per attempt id.
-	stops  map[string]int
-	closed bool
+	stops map[string]int
+	// approving holds the tasks an approve_attempt is merging.
+	approving map[string]bool
+	closed    bool
 	// chains counts background work (process waits, queued follow-ups)
 	// so Close can wait for it.
 	chains sync.WaitGroup
@@ -136,6 +138,7 @@ func (b *Board) Recover(ctx context.Context) (int, error) {
 		b.log.Info("recover: process of an exited host marked killed", "execution_process_id", p.ID, "attempt_id", p.AttemptID, "pid", p.PID)
 		if a, err := b.store.GetAttempt(ctx, p.AttemptID); err == nil {
 			b.store.DiscardQueuedForAttempt(ctx, a.ID)
+			b.attemptFinished(ctx, a)
 			b.settleTask(ctx, a.TaskID)
 		}
 	}

@@ -643,3 +643,26 @@ func TestRecoverMarksOrphansKilled(t *testing.T) {
 	}
 	f.b.store.FinishProcess(ctx, live.ID, store.ProcKilled, nil, "")
 }
+
+// TestEventsRecorded: creating a task records task.created, and the end of
+// an attempt's run records attempt.finished with its state.
+func TestEventsRecorded(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	task := f.task(t, "events", "exit 4")
+	res := f.start(t, task.ID)
+	settle(t, f.b, res.AttemptID)
+	created, err := f.b.store.ListEvents(ctx, store.EventTaskCreated, 0, 0)
+	if err != nil || len(created) != 1 || created[0].SubjectID != task.ID {
+		t.Fatalf("task.created = %+v, %v", created, err)
+	}
+	var finished []store.Event
+	deadline := time.Now().Add(5 * time.Second)
+	for len(finished) == 0 && time.Now().Before(deadline) {
+		finished, _ = f.b.store.ListEvents(ctx, store.EventAttemptFinished, 0, 0)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(finished) != 1 || finished[0].SubjectID != res.AttemptID || !strings.Contains(string(finished[0].Data), `"state":"failed"`) {
+		t.Fatalf("attempt.finished = %+v", finished)
+	}
+}

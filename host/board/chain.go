@@ -39,12 +39,12 @@ func (c *chain) setup(ctx context.Context, i int) (store.Process, error) {
 	next := i + 1
 	return c.script(ctx, store.ReasonSetupScript, c.repos[i], func(p store.Process) {
 		if p.Status != store.ProcCompleted || c.b.stopping(c.attempt.ID) {
-			c.b.settleTask(background(), c.attempt.TaskID)
+			c.finished(background())
 			return
 		}
 		if _, err := c.setup(background(), next); err != nil {
 			c.b.log.Error("start next step after setup", "attempt_id", c.attempt.ID, "err", err)
-			c.b.settleTask(background(), c.attempt.TaskID)
+			c.finished(background())
 		}
 	})
 }
@@ -58,20 +58,20 @@ func (c *chain) cleanup(ctx context.Context, i int) {
 		}
 	}
 	if i == len(c.repos) || c.b.stopping(c.attempt.ID) {
-		c.b.settleTask(ctx, c.attempt.TaskID)
+		c.finished(ctx)
 		return
 	}
 	next := i + 1
 	_, err := c.script(ctx, store.ReasonCleanupScript, c.repos[i], func(p store.Process) {
 		if p.Status != store.ProcCompleted {
-			c.b.settleTask(background(), c.attempt.TaskID)
+			c.finished(background())
 			return
 		}
 		c.cleanup(background(), next)
 	})
 	if err != nil {
 		c.b.log.Error("start cleanup script", "attempt_id", c.attempt.ID, "err", err)
-		c.b.settleTask(ctx, c.attempt.TaskID)
+		c.finished(ctx)
 	}
 }
 
@@ -147,10 +147,34 @@ func (c *chain) afterAgent(session store.Session, p store.Process) {
 		c.b.log.Info("queued follow-up discarded", "session_id", session.ID, "process_status", p.Status)
 	}
 	if p.Status == store.ProcKilled {
-		c.b.settleTask(ctx, c.attempt.TaskID)
+		c.finished(ctx)
 		return
 	}
 	c.cleanup(ctx, 0)
+}
+
+// finished ends the chain: the attempt's run is over (completed, failed or
+// stopped), which is recorded as an attempt.finished event, and its task
+// settles.
+func (c *chain) finished(ctx context.Context) {
+	c.b.attemptFinished(ctx, c.attempt)
+	c.b.settleTask(ctx, c.attempt.TaskID)
+}
+
+// attemptFinished records the attempt.finished event with the attempt's
+// state as it ended.
+func (b *Board) attemptFinished(ctx context.Context, a store.Attempt) {
+	data := map[string]any{"task_id": a.TaskID}
+	if p, err := b.latestProcess(ctx, a.ID); err == nil {
+		state, summary := deriveState(p)
+		data["state"] = state
+		if summary != nil {
+			data["failure_summary"] = *summary
+		}
+	}
+	if err := b.store.RecordEvent(ctx, store.EventAttemptFinished, a.ID, data); err != nil {
+		b.log.Warn("record attempt.finished", "attempt_id", a.ID, "err", err)
+	}
 }
 
 // settleTask moves a task from inprogress to inreview once none of its

@@ -294,7 +294,13 @@ func (b *Board) CreateTask(ctx context.Context, a CreateTaskArgs) (store.Task, e
 		return store.Task{}, invalid("title", fmt.Sprintf("title is %d bytes, over %d", len(title), MaxTitleLen), "shorten title; put details in description")
 	}
 	t, err := b.store.CreateTask(ctx, a.ProjectID, title, a.Description)
-	return t, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
+	if err != nil {
+		return t, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
+	}
+	if err := b.store.RecordEvent(ctx, store.EventTaskCreated, t.ID, map[string]any{"project_id": t.ProjectID, "title": t.Title}); err != nil {
+		b.log.Warn("record task.created", "task_id", t.ID, "err", err)
+	}
+	return t, nil
 }
 
 // UpdateTaskArgs are update_task's arguments; absent fields stay.

@@ -2,6 +2,9 @@
 // abi.FuncBoard host function, checking each operation's capability
 // against the calling plugin's grants, decoding the operation's arguments
 // strictly and answering with the board's JSON result or an envelope.
+// The operations of abi.CapMail (mail, the agent's own status and task,
+// log_decision) act for the caller in the call's context (host/caller) and
+// are refused without one; host/mail and host/audit do their work.
 //
 // It owns the operation table (name → capability, argument type, board
 // method). It must not hold state or workflow of its own: the board does
@@ -19,31 +22,33 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/audit"
 	"github.com/plugboard/plugboard/host/board"
+	"github.com/plugboard/plugboard/host/mail"
 )
 
 // handler runs one operation on decoded arguments.
-type handler func(ctx context.Context, b *board.Board, args json.RawMessage) (any, error)
+type handler func(ctx context.Context, a *API, args json.RawMessage) (any, error)
 
 // op adapts a board method taking an argument struct.
 func op[A, R any](method func(*board.Board, context.Context, A) (R, error)) handler {
-	return func(ctx context.Context, b *board.Board, raw json.RawMessage) (any, error) {
+	return func(ctx context.Context, api *API, raw json.RawMessage) (any, error) {
 		var a A
 		if err := decodeArgs(raw, &a); err != nil {
 			return nil, err
 		}
-		return method(b, ctx, a)
+		return method(api.board, ctx, a)
 	}
 }
 
 // noArgs adapts a board method without arguments.
 func noArgs[R any](method func(*board.Board, context.Context) (R, error)) handler {
-	return func(ctx context.Context, b *board.Board, raw json.RawMessage) (any, error) {
+	return func(ctx context.Context, api *API, raw json.RawMessage) (any, error) {
 		var none struct{}
 		if err := decodeArgs(raw, &none); err != nil {
 			return nil, err
 		}
-		return method(b, ctx)
+		return method(api.board, ctx)
 	}
 }
 
@@ -67,6 +72,16 @@ var handlers = map[string]handler{
 	abi.OpGetAttemptChanges:  op((*board.Board).GetAttemptChanges),
 	abi.OpGetAttemptPatch:    op((*board.Board).GetAttemptPatch),
 	abi.OpGetAttemptFile:     op((*board.Board).GetAttemptFile),
+	abi.OpMailSend:           asCaller(abi.OpMailSend, (*API).mailSend),
+	abi.OpMailListInbox:      asCaller(abi.OpMailListInbox, (*API).mailListInbox),
+	abi.OpMailRead:           asCaller(abi.OpMailRead, (*API).mailRead),
+	abi.OpMailReply:          asCaller(abi.OpMailReply, (*API).mailReply),
+	abi.OpAgentGetStatus:     asCaller(abi.OpAgentGetStatus, (*API).agentGetStatus),
+	abi.OpAgentGetTask:       asCaller(abi.OpAgentGetTask, (*API).agentGetTask),
+	abi.OpLogDecision:        asCaller(abi.OpLogDecision, (*API).logDecision),
+	abi.OpReviewQueue:        op((*board.Board).ReviewQueue),
+	abi.OpApproveAttempt:     op((*board.Board).ApproveAttempt),
+	abi.OpRequestChanges:     op((*board.Board).RequestChanges),
 }
 
 // decodeArgs decodes strictly: an unknown field or a wrong type is an
@@ -95,14 +110,37 @@ func decodeArgs(raw json.RawMessage, into any) error {
 type API struct {
 	board *board.Board
 	log   *slog.Logger
+	// mail and decisions serve the operations acting for the caller
+	// (abi.CapMail); nil answers them unavailable.
+	mail      *mail.Service
+	decisions Decisions
 }
 
+// Decisions records deliberate decision-log entries (host/audit.Log).
+type Decisions interface {
+	Deliberate(ctx context.Context, c *abi.Caller, title, body string) (audit.Entry, error)
+}
+
+// Option configures New.
+type Option func(*API)
+
+// WithMail serves the mail and agent operations through m (its agent
+// directory answers agent_get_status and agent_get_task).
+func WithMail(m *mail.Service) Option { return func(a *API) { a.mail = m } }
+
+// WithDecisions serves log_decision through d.
+func WithDecisions(d Decisions) Option { return func(a *API) { a.decisions = d } }
+
 // New returns the API over b.
-func New(b *board.Board, log *slog.Logger) *API {
+func New(b *board.Board, log *slog.Logger, opts ...Option) *API {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &API{board: b, log: log}
+	a := &API{board: b, log: log}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // Ops lists the operations served, sorted.
@@ -139,7 +177,7 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 			"declare the capability in the plugin manifest (sdk.Require) and ask the operator to grant it").
 			WithDetail("op", r.Op).WithDetail("capability", capability)
 	}
-	result, err := h(ctx, a.board, r.Args)
+	result, err := h(ctx, a, r.Args)
 	if err != nil {
 		var env *abi.Envelope
 		if errors.As(err, &env) {

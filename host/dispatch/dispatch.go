@@ -1,9 +1,13 @@
-// Package dispatch is the call pipeline: it resolves a tool, validates the
-// arguments against its input schema, deduplicates calls by request_id for
-// tools that declare it (host/idempotency), runs the plugin under a deadline
-// and turns whatever comes back into one normalised result — data, or an
-// envelope. Each step runs once, in that order, and never reaches back into
-// an earlier one. Transport (MCP, CLI) sits in front of it; runtime and
+// Package dispatch is the call pipeline: it resolves a tool (by name or
+// alias), asks the caller policy whether the caller may call it, validates
+// the arguments against its input schema, deduplicates calls by request_id
+// for tools that declare it (host/idempotency), runs the plugin under a
+// deadline — again, with backoff, after a retryable failure of a read-only
+// tool or of a call carrying its request_id — and turns whatever comes back
+// into one normalised result, data or an envelope, which the auditor
+// records (and the escalator hears of, when the plugin step failed for
+// good). Each step runs once, in that order, and never reaches back into an
+// earlier one. Transport (MCP, REST, CLI) sits in front of it; runtime and
 // registry behind it.
 package dispatch
 
@@ -14,12 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/jsonscan"
+	"github.com/plugboard/plugboard/host/caller"
 	"github.com/plugboard/plugboard/host/idempotency"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
@@ -37,15 +43,46 @@ type Options struct {
 	// declares (abi.Tool.Idempotency); nil turns deduplication off (no
 	// board to keep records in), and such calls simply run.
 	Idempotency *idempotency.Guard
+	// Policy decides which callers may call which tools; nil allows every
+	// call.
+	Policy Policy
+	// Auditor records every call to a served tool; nil records nothing.
+	Auditor Auditor
+	// Escalator hears of calls whose plugin step failed for good; nil
+	// tells no one.
+	Escalator Escalator
+	// Retry is when and how often a failed call runs again.
+	Retry Retry
+}
+
+// Retry configures the host's retries. A call that fails with a retryable
+// envelope runs again — only when its tool is read-only (annotation
+// readOnlyHint) or the call carries its tool's request_id, so a write never
+// runs twice unasked — after Backoff, then twice that, and so on, up to Max
+// times, while the call's context allows.
+type Retry struct {
+	// Max is the number of retries (default 3, so at most 4 runs); negative
+	// turns retries off.
+	Max int
+	// Backoff is the wait before the first retry (default 100ms), doubled
+	// before each next one.
+	Backoff time.Duration
 }
 
 // Dispatcher runs calls against one registry. It is safe for concurrent use.
 type Dispatcher struct {
 	reg  *registry.Registry
 	opts Options
-	// validators holds one *schema.Validator per tool definition (keyed by
-	// *abi.Tool, so a reloaded plugin gets fresh ones).
-	validators sync.Map
+	// tools holds one *toolState per tool definition (keyed by *abi.Tool,
+	// so a reloaded plugin gets fresh ones).
+	tools sync.Map
+}
+
+// toolState is what the dispatcher derives from a tool definition once.
+type toolState struct {
+	validator *schema.Validator
+	// sensitive are the top-level input fields the schema marks sensitive.
+	sensitive []string
 }
 
 // New builds a dispatcher. Schemas are resolved on each tool's first call.
@@ -57,6 +94,15 @@ func New(reg *registry.Registry, opts Options) *Dispatcher {
 		opts.MaxTimeout = 5 * time.Minute
 	}
 	opts.MaxTimeout = max(opts.MaxTimeout, opts.DefaultTimeout)
+	switch {
+	case opts.Retry.Max == 0:
+		opts.Retry.Max = 3
+	case opts.Retry.Max < 0:
+		opts.Retry.Max = 0
+	}
+	if opts.Retry.Backoff <= 0 {
+		opts.Retry.Backoff = 100 * time.Millisecond
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -65,38 +111,73 @@ func New(reg *registry.Registry, opts Options) *Dispatcher {
 	return d
 }
 
-// prune drops the validators of tool definitions a reload retired.
+// prune drops the state of tool definitions a reload retired.
 func (d *Dispatcher) prune() {
 	served := map[*abi.Tool]bool{}
 	for _, t := range d.reg.Tools() {
 		served[t.Def] = true
 	}
-	d.validators.Range(func(k, _ any) bool {
+	d.tools.Range(func(k, _ any) bool {
 		if !served[k.(*abi.Tool)] {
-			d.validators.Delete(k)
+			d.tools.Delete(k)
 		}
 		return true
 	})
 }
 
-// validator returns the validator of a tool definition, creating it on
-// first use.
-func (d *Dispatcher) validator(def *abi.Tool) *schema.Validator {
-	if v, ok := d.validators.Load(def); ok {
-		return v.(*schema.Validator)
+// state returns the state of a tool definition, creating it on first use.
+func (d *Dispatcher) state(def *abi.Tool) *toolState {
+	if v, ok := d.tools.Load(def); ok {
+		return v.(*toolState)
 	}
-	v, _ := d.validators.LoadOrStore(def, schema.New(def.Name, def.InputSchema, def.Rules...))
-	return v.(*schema.Validator)
+	st := &toolState{validator: schema.New(def.Name, def.InputSchema, def.Rules...), sensitive: SensitiveFields(def.InputSchema)}
+	v, _ := d.tools.LoadOrStore(def, st)
+	return v.(*toolState)
 }
+
+// SensitiveFields returns, sorted, the top-level properties of an input
+// schema marked "x-sensitive": true or "writeOnly": true.
+func SensitiveFields(inputSchema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]struct {
+			Sensitive bool `json:"x-sensitive"`
+			WriteOnly bool `json:"writeOnly"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(inputSchema, &s) != nil {
+		return nil
+	}
+	var out []string
+	for name, p := range s.Properties {
+		if p.Sensitive || p.WriteOnly {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Permits reports whether caller may call tool under the policy (always
+// true without one): the transports list only such tools.
+func (d *Dispatcher) Permits(c *abi.Caller, tool *abi.Tool) bool {
+	return d.opts.Policy == nil || d.opts.Policy.Allow(c, tool) == nil
+}
+
+// Resolve returns the tool served under name or alias.
+func (d *Dispatcher) Resolve(name string) (registry.Tool, bool) { return d.reg.Resolve(name) }
 
 // Request is one tool call.
 type Request struct {
+	// Tool is the tool's name or one of its aliases.
 	Tool      string
 	Arguments json.RawMessage
 	// Progress receives the plugin's progress reports; nil when the client
 	// did not ask for progress.
 	Progress func(abi.ProgressRequest)
-	Caller   *abi.Caller
+	// Caller is who calls; nil takes the caller the context carries
+	// (host/caller). The dispatcher passes it on in the context and in
+	// the plugin's CallContext.
+	Caller *abi.Caller
 	// Client is the MCP client behind the call (log notifications,
 	// sampling, elicitation); nil outside an MCP session.
 	Client Client
@@ -138,17 +219,69 @@ func (d *Dispatcher) Call(ctx context.Context, req Request) *Result {
 }
 
 func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
-	tool, ok := d.reg.Tool(req.Tool)
+	tool, ok := d.reg.Resolve(req.Tool)
 	if !ok {
 		env := abi.NewEnvelope(abi.CodeToolNotFound, fmt.Sprintf("no tool named %q is served", req.Tool),
 			"call tools/list and use one of the names it returns")
 		env.Details = map[string]any{"tool": req.Tool}
 		return failed(env)
 	}
-	if env := d.validator(tool.Def).Validate(req.Arguments); env != nil {
+	req.Tool = tool.Def.Name
+	if req.Caller == nil {
+		req.Caller = caller.From(ctx)
+	} else {
+		ctx = caller.With(ctx, req.Caller)
+	}
+	st := d.state(tool.Def)
+	audit := AuditCall{Caller: req.Caller, Tool: req.Tool, Input: req.Arguments, Sensitive: st.sensitive}
+	if k := tool.Def.Idempotency; k != nil {
+		audit.RequestID, _, _ = idempotency.Key(req.Arguments, k.KeyField)
+	}
+	if d.opts.Policy != nil {
+		audit.Critical = d.opts.Policy.Critical(tool.Def)
+	}
+	var auditID string
+	if d.opts.Auditor != nil {
+		auditID = d.opts.Auditor.Invoked(ctx, audit)
+	}
+	start := time.Now()
+	var ex execution
+	res := d.steps(ctx, tool, req, st, &ex)
+	// The call's own context may have ended: the outcome is recorded
+	// (and escalated) all the same.
+	after := context.WithoutCancel(ctx)
+	if d.opts.Auditor != nil {
+		out := AuditOutcome{Envelope: res.Envelope, Duration: time.Since(start), Attempts: ex.attempts}
+		if !res.IsError() {
+			out.Result = res.Structured
+		}
+		d.opts.Auditor.Finished(after, auditID, out)
+	}
+	if res.IsError() && ex.pluginFailed && res.Envelope.Code != abi.CodeCancelled && d.opts.Escalator != nil {
+		d.opts.Escalator.Failed(after, audit, res.Envelope)
+	}
+	return res
+}
+
+// execution is what the steps of one call tell the call about it.
+type execution struct {
+	// attempts counts runs of the plugin.
+	attempts int
+	// pluginFailed is set when the plugin step's final run failed.
+	pluginFailed bool
+}
+
+// steps runs the caller policy, validation, idempotency and plugin steps.
+func (d *Dispatcher) steps(ctx context.Context, tool registry.Tool, req Request, st *toolState, ex *execution) *Result {
+	if d.opts.Policy != nil {
+		if env := d.opts.Policy.Allow(req.Caller, tool.Def); env != nil {
+			return failed(env)
+		}
+	}
+	if env := st.validator.Validate(req.Arguments); env != nil {
 		return failed(env)
 	}
-	return d.deduplicate(ctx, tool, req)
+	return d.deduplicate(ctx, tool, req, ex)
 }
 
 // deduplicate is the idempotency step. For a tool that declares a key field
@@ -157,21 +290,21 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 // arguments idempotency_conflict, a duplicate of a running call
 // request_in_progress. Only successes are stored. Other calls go straight
 // on to the plugin.
-func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Request) *Result {
+func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Request, ex *execution) *Result {
 	k := tool.Def.Idempotency
 	if k == nil {
-		return d.run(ctx, tool, req, "")
+		return d.retry(ctx, tool, req, "", ex)
 	}
 	key, present, env := idempotency.Key(req.Arguments, k.KeyField)
 	if env != nil {
 		return failed(env.WithDetail("tool", req.Tool))
 	}
 	if !present || d.opts.Idempotency == nil {
-		return d.run(ctx, tool, req, key)
+		return d.retry(ctx, tool, req, key, ex)
 	}
 	var fresh *Result
 	stored, ran, env := d.opts.Idempotency.Do(ctx, req.Tool, k.KeyField, key, req.Arguments, func() ([]byte, bool) {
-		fresh = d.run(ctx, tool, req, key)
+		fresh = d.retry(ctx, tool, req, key, ex)
 		if fresh.IsError() {
 			return nil, false
 		}
@@ -212,6 +345,48 @@ func decodeStored(tool string, b []byte) *Result {
 		return failed(env.WithDetail("tool", tool))
 	}
 	return &Result{Content: s.Content, Structured: s.StructuredContent}
+}
+
+// retry is the plugin step with the host's retries (see Retry): it runs
+// the plugin once, and again after a retryable failure when the tool is
+// read-only or the call carries its request_id, waiting longer each time.
+// A retried failure's envelope gets details.attempts.
+func (d *Dispatcher) retry(ctx context.Context, tool registry.Tool, req Request, requestID string, ex *execution) *Result {
+	again := requestID != "" || (tool.Def.Annotations != nil && tool.Def.Annotations.ReadOnlyHint)
+	wait := d.opts.Retry.Backoff
+	for {
+		res := d.run(ctx, tool, req, requestID)
+		ex.attempts++
+		if !res.IsError() {
+			ex.pluginFailed = false
+			return res
+		}
+		ex.pluginFailed = true
+		if !again || !res.Envelope.Retryable || ex.attempts > d.opts.Retry.Max || !sleep(ctx, wait) {
+			if ex.attempts > 1 {
+				res = failed(res.Envelope.WithDetail("attempts", ex.attempts))
+			}
+			return res
+		}
+		d.opts.Logger.Debug("retrying a failed call", "tool", req.Tool, "code", res.Envelope.Code, "attempt", ex.attempts+1, "after", wait)
+		wait *= 2
+	}
+}
+
+// sleep waits for d unless ctx ends first or its deadline falls within d;
+// it reports whether the wait completed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // run is the plugin step: it loads the plugin and calls it under the

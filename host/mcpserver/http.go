@@ -24,10 +24,13 @@ import (
 // middlewares: a DNS-rebinding guard when the server listens on loopback and
 // bearer-token authentication when an Authenticator is set.
 
-// MCPPath and HealthPath are the endpoints of the HTTP transport.
+// MCPPath, ExecutePath and HealthPath are the endpoints of the HTTP
+// transport.
 const (
-	MCPPath    = "/mcp"
-	HealthPath = "/healthz"
+	MCPPath = "/mcp"
+	// ExecutePath is the REST endpoint of one tool call (see REST).
+	ExecutePath = "/mcp/execute"
+	HealthPath  = "/healthz"
 )
 
 // An Authenticator decides whom a bearer token belongs to: it returns the
@@ -48,6 +51,34 @@ func StaticToken(token string) Authenticator {
 	}
 }
 
+// Tokens admits any of tokens, each mapped to its identity (an agent's
+// token to its id). Like StaticToken it compares SHA-256 sums in constant
+// time, and it compares against every entry, so timing tells neither which
+// token matched nor whether one did. Empty tokens are ignored; with none
+// left it admits nobody.
+func Tokens(tokens map[string]string) Authenticator {
+	type entry struct {
+		sum [32]byte
+		id  string
+	}
+	var entries []entry
+	for tok, id := range tokens {
+		if tok != "" {
+			entries = append(entries, entry{sha256.Sum256([]byte(tok)), id})
+		}
+	}
+	return func(got string) (string, bool) {
+		g := sha256.Sum256([]byte(got))
+		id, ok := "", false
+		for _, e := range entries {
+			if subtle.ConstantTimeCompare(g[:], e.sum[:]) == 1 {
+				id, ok = e.id, true
+			}
+		}
+		return id, ok
+	}
+}
+
 // HTTPOptions configures NewHTTP.
 type HTTPOptions struct {
 	// Loopback says the server listens on a loopback address only. Requests
@@ -65,6 +96,9 @@ type HTTPOptions struct {
 	// ShutdownGrace is how long Serve lets calls in flight finish once its
 	// context ends before cancelling them (default 10s).
 	ShutdownGrace time.Duration
+	// Execute, when set, serves ExecutePath (REST tool calls, see REST)
+	// behind the same guard and authentication as MCPPath.
+	Execute http.Handler
 }
 
 // HTTPServer is the streamable HTTP transport of one MCP server. It is an
@@ -112,6 +146,16 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, streamable)
+	if opts.Execute != nil {
+		mux.Handle(ExecutePath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Like an MCP call, a REST call ends when Serve gives up on it.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			stop := context.AfterFunc(h.calls, cancel)
+			defer stop()
+			opts.Execute.ServeHTTP(w, r.WithContext(ctx))
+		}))
+	}
 	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

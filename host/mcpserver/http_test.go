@@ -427,3 +427,28 @@ func TestHTTPShutdownCancelsCallsAfterGrace(t *testing.T) {
 		t.Error("the client's call never ended")
 	}
 }
+
+func TestHTTPTokens(t *testing.T) {
+	a := Tokens(map[string]string{"tok-a": "agent-a", "tok-b": "agent-b", "": "nobody"})
+	for tok, want := range map[string]string{"tok-a": "agent-a", "tok-b": "agent-b"} {
+		if id, ok := a(tok); !ok || id != want {
+			t.Errorf("%s: %q %v, want %q", tok, id, ok, want)
+		}
+	}
+	for _, tok := range []string{"", "tok-c", "tok-a "} {
+		if _, ok := a(tok); ok {
+			t.Errorf("%q admitted", tok)
+		}
+	}
+	if _, ok := Tokens(nil)("x"); ok {
+		t.Error("an empty token table admitted a token")
+	}
+	// Each token's identity reaches the session.
+	h := NewHTTP(testServer(), HTTPOptions{Port: "8080", Authenticate: a})
+	if rec := do(t, h, http.MethodPost, MCPPath, "example.com:8080", "Authorization", "Bearer tok-b"); rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if rec := do(t, h, http.MethodPost, MCPPath, "example.com:8080", "Authorization", "Bearer tok-c"); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("unknown token: status %d", rec.Code)
+	}
+}

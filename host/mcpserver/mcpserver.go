@@ -7,8 +7,10 @@
 // owns transport concerns only — capabilities, progress tokens, log
 // notifications, sampling and elicitation requests to the client,
 // cancellation, and keeping the served lists equal to the registry's as
-// plugins come and go (the go-sdk then sends list_changed) — and never
-// validates, retries or interprets a plugin's answer.
+// plugins come and go (the go-sdk then sends list_changed), who the caller of
+// a request is (Options.Caller, or the bearer token's identity) and showing
+// each caller in tools/list only what the dispatcher's policy lets it call —
+// and never validates, retries or interprets a plugin's answer.
 package mcpserver
 
 import (
@@ -31,6 +33,14 @@ import (
 type Options struct {
 	Name, Version string
 	Logger        *slog.Logger
+	// Caller is the identity of a session the transport did not
+	// authenticate (stdio; HTTP without a bearer token); nil leaves such
+	// calls without one.
+	Caller *abi.Caller
+	// Callers maps an authenticated identity (the go-sdk's
+	// auth.TokenInfo.UserID, from the Authenticator) to its caller; nil, or
+	// a nil answer, gives a caller with that ID and no role.
+	Callers func(id string) *abi.Caller
 }
 
 // ProtocolVersions are the MCP versions the server negotiates, newest
@@ -50,10 +60,11 @@ var ProtocolVersions = func() []string {
 
 // server keeps the go-sdk server's lists equal to the registry's.
 type server struct {
-	reg *registry.Registry
-	d   *dispatch.Dispatcher
-	log *slog.Logger
-	srv *mcp.Server
+	reg  *registry.Registry
+	d    *dispatch.Dispatcher
+	log  *slog.Logger
+	srv  *mcp.Server
+	opts Options
 
 	mu        sync.Mutex // serialises sync
 	tools     map[string]*abi.Tool
@@ -70,7 +81,7 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{reg: reg, d: d, log: opts.Logger,
+	s := &server{reg: reg, d: d, log: opts.Logger, opts: opts,
 		tools: map[string]*abi.Tool{}, resources: map[string]*abi.Resource{},
 		templates: map[string]*abi.ResourceTemplate{}, prompts: map[string]*abi.Prompt{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
@@ -90,9 +101,49 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: ProtocolVersions,
 	})
+	s.srv.AddReceivingMiddleware(s.filterTools)
 	s.sync()
 	reg.OnChange(s.sync)
 	return s.srv
+}
+
+// CallerOf returns the identity behind a request: the caller of its bearer
+// token's identity when the transport authenticated it, else opts.Caller.
+func CallerOf(extra *mcp.RequestExtra, opts Options) *abi.Caller {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		id := extra.TokenInfo.UserID
+		if opts.Callers != nil {
+			if c := opts.Callers(id); c != nil {
+				return c
+			}
+		}
+		return &abi.Caller{ID: id}
+	}
+	return opts.Caller
+}
+
+// filterTools is a receiving middleware that shows each caller, in
+// tools/list, only the tools the dispatcher's policy lets it call. Every
+// tool stays registered, so a hidden one called anyway gets the policy's
+// permission_denied rather than an unknown-tool error.
+func (s *server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		list, ok := res.(*mcp.ListToolsResult)
+		if method != "tools/list" || err != nil || !ok {
+			return res, err
+		}
+		c := CallerOf(req.GetExtra(), s.opts)
+		kept := make([]*mcp.Tool, 0, len(list.Tools))
+		for _, t := range list.Tools {
+			if tool, served := s.reg.Tool(t.Name); served && s.d.Permits(c, tool.Def) {
+				kept = append(kept, t)
+			}
+		}
+		filtered := *list
+		filtered.Tools = kept
+		return &filtered, nil
+	}
 }
 
 // sync makes the served lists equal to the registry's. Unchanged entries
@@ -221,7 +272,8 @@ func promptOf(def *abi.Prompt) *mcp.Prompt {
 
 func (s *server) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		dreq := dispatch.Request{Tool: name, Arguments: req.Params.Arguments, Client: newClient(req.Session, s.log)}
+		dreq := dispatch.Request{Tool: name, Arguments: req.Params.Arguments, Client: newClient(req.Session, s.log),
+			Caller: CallerOf(req.Extra, s.opts)}
 		dreq.Progress = progress(ctx, req.Session, req.Params.GetProgressToken())
 		return ToCallToolResult(s.d.Call(ctx, dreq)), nil
 	}

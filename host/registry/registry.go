@@ -110,9 +110,11 @@ type Registry struct {
 
 // snapshot is one consistent view of what is served.
 type snapshot struct {
-	plugins       []*Plugin
-	tools         map[string]Tool
-	order         []string
+	plugins []*Plugin
+	tools   map[string]Tool
+	order   []string
+	// aliases maps each served alias to its tool's name.
+	aliases       map[string]string
 	resources     map[string]Resource
 	resourceOrder []string
 	templates     []Template
@@ -308,7 +310,7 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	if !changed {
 		return false, nil
 	}
-	s := &snapshot{tools: map[string]Tool{}, resources: map[string]Resource{}, prompts: map[string]Prompt{}}
+	s := &snapshot{tools: map[string]Tool{}, aliases: map[string]string{}, resources: map[string]Resource{}, prompts: map[string]Prompt{}}
 	next := make(map[string]*fileEntry, len(files))
 	for i, e := range entries {
 		next[files[i]] = e
@@ -354,9 +356,24 @@ func (s *snapshot) add(p *Plugin, opts Options) {
 			refuse("tool", def.Name, prev.Plugin)
 			continue
 		}
+		if owner, dup := s.aliases[def.Name]; dup {
+			refuse("tool", def.Name, s.tools[owner].Plugin)
+			continue
+		}
 		s.tools[def.Name] = Tool{Def: def, Plugin: p}
 		s.order = append(s.order, def.Name)
 		served++
+		for _, a := range def.Aliases {
+			if prev, dup := s.tools[a]; dup {
+				refuse("tool alias", a, prev.Plugin)
+				continue
+			}
+			if owner, dup := s.aliases[a]; dup {
+				refuse("tool alias", a, s.tools[owner].Plugin)
+				continue
+			}
+			s.aliases[a] = def.Name
+		}
 	}
 	for i := range p.Manifest.Resources {
 		def := &p.Manifest.Resources[i]
@@ -498,6 +515,19 @@ func (r *Registry) snap() *snapshot { return r.cur.Load() }
 func (r *Registry) Tool(name string) (Tool, bool) {
 	t, ok := r.snap().tools[name]
 	return t, ok
+}
+
+// Resolve returns the tool served under name: its own name, or one of the
+// aliases it declares (abi.Tool.Aliases).
+func (r *Registry) Resolve(name string) (Tool, bool) {
+	s := r.snap()
+	if t, ok := s.tools[name]; ok {
+		return t, true
+	}
+	if canonical, ok := s.aliases[name]; ok {
+		return s.tools[canonical], true
+	}
+	return Tool{}, false
 }
 
 // Tools returns every served tool in load order.

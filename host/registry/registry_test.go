@@ -196,3 +196,25 @@ func TestReload(t *testing.T) {
 			len(reg.Resources()), len(reg.Templates()), len(reg.Prompts()), reg.Problems())
 	}
 }
+
+func TestResolveAlias(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins")
+	}
+	dir, _ := buildtest.Plugins(t, "testdata/plugins/flaky")
+	reg, err := registry.Load(context.Background(), registry.Options{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"flaky_read", "mcp__flaky__read"} {
+		if tool, ok := reg.Resolve(name); !ok || tool.Def.Name != "flaky_read" {
+			t.Errorf("Resolve(%q) = %v, %v", name, tool.Def, ok)
+		}
+	}
+	if _, ok := reg.Tool("mcp__flaky__read"); ok {
+		t.Error("Tool answers an alias; only Resolve should")
+	}
+	if _, ok := reg.Resolve("mcp__flaky__write"); ok {
+		t.Error("an undeclared alias resolved")
+	}
+}

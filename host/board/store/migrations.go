@@ -130,4 +130,55 @@ CREATE TABLE idempotency_records (
 );
 CREATE INDEX idempotency_state ON idempotency_records(state, updated_at);
 `,
+	// 2: the multi-agent layer: the decision log (host/audit), mail
+	// between agents and to the human inbox (host/mail), and events.
+	`
+CREATE TABLE decision_log (
+	id          TEXT PRIMARY KEY,
+	kind        TEXT NOT NULL CHECK (kind IN ('call','decision')),
+	agent_id    TEXT NOT NULL DEFAULT '',
+	agent_type  TEXT NOT NULL DEFAULT '',
+	tool        TEXT NOT NULL DEFAULT '',
+	request_id  TEXT NOT NULL DEFAULT '',
+	input       TEXT,
+	result      TEXT,
+	error_code  TEXT NOT NULL DEFAULT '',
+	error       TEXT,
+	status      TEXT NOT NULL CHECK (status IN ('invoked','ok','error')),
+	duration_ms INTEGER,
+	attempts    INTEGER NOT NULL DEFAULT 0,
+	title       TEXT NOT NULL DEFAULT '',
+	body        TEXT NOT NULL DEFAULT '',
+	created_at  TEXT NOT NULL,
+	finished_at TEXT
+);
+CREATE INDEX decision_log_time ON decision_log(created_at DESC, id);
+CREATE INDEX decision_log_agent ON decision_log(agent_id, created_at DESC, id);
+CREATE INDEX decision_log_tool ON decision_log(tool, created_at DESC, id);
+CREATE INDEX decision_log_finished ON decision_log(finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE mail (
+	id              TEXT PRIMARY KEY,
+	from_agent_id   TEXT NOT NULL,
+	from_agent_type TEXT NOT NULL DEFAULT '',
+	to_agent_id     TEXT NOT NULL,
+	subject         TEXT NOT NULL,
+	body            TEXT NOT NULL,
+	in_reply_to     TEXT REFERENCES mail(id) ON DELETE SET NULL,
+	thread_id       TEXT NOT NULL,
+	read_at         TEXT,
+	created_at      TEXT NOT NULL
+);
+CREATE INDEX mail_inbox ON mail(to_agent_id, created_at DESC, id);
+CREATE INDEX mail_unread ON mail(to_agent_id) WHERE read_at IS NULL;
+CREATE INDEX mail_thread ON mail(thread_id, created_at);
+CREATE TABLE events (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	id         TEXT NOT NULL UNIQUE,
+	type       TEXT NOT NULL,
+	subject_id TEXT NOT NULL DEFAULT '',
+	data       TEXT NOT NULL DEFAULT '{}',
+	created_at TEXT NOT NULL
+);
+CREATE INDEX events_type ON events(type, seq);
+`,
 }

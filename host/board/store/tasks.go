@@ -144,6 +144,28 @@ func (s *Store) ListTasks(ctx context.Context, projectID, status string, limit i
 	if err != nil {
 		return nil, err
 	}
+	return scanTasks(rows)
+}
+
+// ReviewQueue returns the tasks in inreview, of one project or (projectID
+// "") of every project, oldest updated_at first (a task's updated_at is
+// when it entered review unless it was edited since), at most limit (0 = no
+// limit), each with its attempt summary.
+func (s *Store) ReviewQueue(ctx context.Context, projectID string, limit int) ([]TaskWithSummary, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT t.id, t.project_id, t.title, t.description, t.status, t.created_at, t.updated_at,`+
+		summaryColumns+` FROM tasks t`+summaryJoins+`
+		WHERE t.status = ? AND (? = '' OR t.project_id = ?)
+		ORDER BY t.updated_at ASC, t.id ASC LIMIT ?`, StatusInReview, projectID, projectID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanTasks(rows)
+}
+
+func scanTasks(rows *sql.Rows) ([]TaskWithSummary, error) {
 	defer rows.Close()
 	out := []TaskWithSummary{}
 	for rows.Next() {

@@ -59,6 +59,9 @@ var boardResults = map[string]func() any{
 	abi.OpGetAttemptChanges:  func() any { return new(ChangesOut) },
 	abi.OpGetAttemptPatch:    func() any { return new(PatchOut) },
 	abi.OpGetAttemptFile:     func() any { return new(boardFile) },
+	abi.OpReviewQueue:        func() any { return new(ReviewQueueOut) },
+	abi.OpApproveAttempt:     func() any { return new(ApproveOut) },
+	abi.OpRequestChanges:     func() any { return new(RequestChangesOut) },
 }
 
 func loadCases(t *testing.T) []handlerCase {
@@ -263,7 +266,7 @@ func TestRequestIDStaysWithTheHost(t *testing.T) {
 			keyed[c.Tool] = true
 		}
 	}
-	for _, name := range []string{"create_task", "start_task_attempt", "follow_up"} {
+	for _, name := range []string{"create_task", "start_task_attempt", "follow_up", "request_changes"} {
 		if !keyed[name] {
 			t.Errorf("no recorded %s call carries request_id", name)
 		}

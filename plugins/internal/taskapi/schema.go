@@ -73,6 +73,8 @@ func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 			ReasonThresholdExceeded, ReasonSummaryFailed),
 		reflect.TypeFor[FileBlockedReason](): enum(ReasonPathOutsideWorkspace, ReasonSizeExceeded),
 		reflect.TypeFor[BlockedCode]():       enum(string(CodeBlockedGuardrails)),
+		reflect.TypeFor[MergedVia]():         enum("worktree", "ref", "up_to_date"),
+		reflect.TypeFor[Delivery]():          enum(string(ActionSend), string(ActionQueue)),
 		// Log entry metadata is passed through as the board stores it.
 		reflect.TypeFor[json.RawMessage](): {Type: "object"},
 	}
@@ -182,6 +184,11 @@ func inputPatches() map[string]schemaPatch {
 			bounds(s, "start", 0, "0")
 			bounds(s, "max_bytes", 1, "65536")
 		},
+		"review_queue": func(s *jsonschema.Schema) { bounds(s, "limit", 1, "20") },
+		"request_changes": func(s *jsonschema.Schema) {
+			nonEmpty(s, "feedback")
+			requestIDBounds(s)
+		},
 	}
 }
 
@@ -248,6 +255,7 @@ var maxLengths = map[string]int{
 	"title":         500,
 	"description":   65536,
 	"prompt":        262144,
+	"feedback":      262144,
 	"path":          4096,
 	"paths[]":       4096,
 	"executor":      64,

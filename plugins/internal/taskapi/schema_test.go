@@ -168,6 +168,9 @@ var specTools = map[string]string{
 	"get_attempt_changes":   abi.CapWorkspaceRead,
 	"get_attempt_patch":     abi.CapWorkspaceRead,
 	"get_attempt_file":      abi.CapWorkspaceRead,
+	"review_queue":          abi.CapBoardRead,
+	"approve_attempt":       abi.CapBoardControl,
+	"request_changes":       abi.CapBoardControl,
 }
 
 func TestToolNamesAndPlugins(t *testing.T) {
@@ -405,7 +408,7 @@ func TestExecutorIsNotAnEnum(t *testing.T) {
 
 func TestAnnotationsAndIdempotency(t *testing.T) {
 	_, tools := manifest(t)
-	keyed := []string{"create_task", "start_task_attempt", "follow_up"}
+	keyed := []string{"create_task", "start_task_attempt", "follow_up", "request_changes"}
 	for name, tl := range tools {
 		a := tl.Annotations
 		if a == nil || a.OpenWorldHint == nil || *a.OpenWorldHint {
@@ -429,6 +432,10 @@ func TestAnnotationsAndIdempotency(t *testing.T) {
 		case name == "delete_task" || name == "stop_attempt":
 			if a.ReadOnlyHint || !destructive || !a.IdempotentHint {
 				t.Errorf("%s: annotations %+v; want destructive and idempotent", name, a)
+			}
+		case name == "approve_attempt":
+			if a.ReadOnlyHint || !destructive || a.IdempotentHint {
+				t.Errorf("%s: annotations %+v; want destructive, not idempotent", name, a)
 			}
 		default:
 			t.Errorf("%s: no annotation expectation", name)

@@ -4,6 +4,107 @@ package taskapi
 
 // generatedSchemas holds each task tool's input and output schema.
 var generatedSchemas = map[string]toolSchemas{
+	"approve_attempt": {
+		input: `{
+  "type": "object",
+  "properties": {
+    "attempt_id": {
+      "type": "string",
+      "description": "attempt id (UUID) from review_queue or list_task_attempts; its branch is merged",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+      "format": "uuid"
+    }
+  },
+  "required": [
+    "attempt_id"
+  ],
+  "additionalProperties": false
+}`,
+		output: `{
+  "type": "object",
+  "properties": {
+    "attempt_id": {
+      "type": "string",
+      "description": "the approved attempt (UUID)",
+      "format": "uuid"
+    },
+    "task_id": {
+      "type": "string",
+      "description": "the attempt's task (UUID)",
+      "format": "uuid"
+    },
+    "workspace_branch": {
+      "type": "string",
+      "description": "the attempt's git branch that was merged"
+    },
+    "repos": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "properties": {
+          "repo_name": {
+            "type": "string",
+            "description": "repo name"
+          },
+          "target_branch": {
+            "type": "string",
+            "description": "the git branch merged into"
+          },
+          "merge_commit": {
+            "type": "string",
+            "description": "target_branch's commit (hex SHA) now: the merge commit, or the unchanged tip when merged_via is up_to_date"
+          },
+          "merged_via": {
+            "type": "string",
+            "description": "worktree (target_branch is checked out and was merged in that checkout) | ref (checked out nowhere; the branch was moved) | up_to_date (nothing to merge)",
+            "enum": [
+              "worktree",
+              "ref",
+              "up_to_date"
+            ]
+          },
+          "changes_commit": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "commit (hex SHA) that recorded the worktree's uncommitted changes on the attempt branch before merging; null when there were none"
+          }
+        },
+        "required": [
+          "repo_name",
+          "target_branch",
+          "merge_commit",
+          "merged_via",
+          "changes_commit"
+        ],
+        "additionalProperties": false
+      },
+      "description": "one entry per repo of the attempt, each merged into its target branch"
+    },
+    "task_status": {
+      "type": "string",
+      "description": "the task's status after the approval: always done (of todo | inprogress | inreview | done | cancelled)",
+      "enum": [
+        "todo",
+        "inprogress",
+        "inreview",
+        "done",
+        "cancelled"
+      ]
+    }
+  },
+  "required": [
+    "attempt_id",
+    "task_id",
+    "workspace_branch",
+    "repos",
+    "task_status"
+  ],
+  "additionalProperties": false
+}`,
+	},
 	"create_task": {
 		input: `{
   "type": "object",
@@ -1555,6 +1656,309 @@ var generatedSchemas = map[string]toolSchemas{
   },
   "required": [
     "project_id",
+    "tasks",
+    "count"
+  ],
+  "additionalProperties": false
+}`,
+	},
+	"request_changes": {
+		input: `{
+  "type": "object",
+  "properties": {
+    "attempt_id": {
+      "type": "string",
+      "description": "attempt id (UUID) from review_queue; the feedback goes to its latest session",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+      "format": "uuid"
+    },
+    "feedback": {
+      "type": "string",
+      "description": "what the agent should change, sent as its next prompt; name files and the expected result",
+      "minLength": 1,
+      "maxLength": 262144
+    },
+    "request_id": {
+      "type": "string",
+      "description": "idempotency key: retrying with the same request_id and the same arguments returns the first result without a second effect; 1-128 characters, e.g. a UUID",
+      "minLength": 1,
+      "maxLength": 128
+    }
+  },
+  "required": [
+    "attempt_id",
+    "feedback"
+  ],
+  "additionalProperties": false
+}`,
+		output: `{
+  "type": "object",
+  "properties": {
+    "attempt_id": {
+      "type": "string",
+      "description": "the attempt (UUID)",
+      "format": "uuid"
+    },
+    "session_id": {
+      "type": "string",
+      "description": "the session the feedback went to (UUID)",
+      "format": "uuid"
+    },
+    "action": {
+      "type": "string",
+      "description": "send (nothing was running: a new agent run started with the feedback) | queue (a run is going on: the feedback runs when it completes successfully)",
+      "enum": [
+        "send",
+        "queue"
+      ]
+    },
+    "execution_process_id": {
+      "type": [
+        "null",
+        "string"
+      ],
+      "description": "the agent process started (UUID) when action is send; null when queued",
+      "format": "uuid"
+    },
+    "queue": {
+      "type": "object",
+      "properties": {
+        "queued": {
+          "type": "boolean",
+          "description": "true when a message is queued (at most one per session)"
+        },
+        "prompt": {
+          "type": [
+            "null",
+            "string"
+          ],
+          "description": "the queued prompt; null when nothing is queued"
+        },
+        "variant": {
+          "type": [
+            "null",
+            "string"
+          ],
+          "description": "the queued message's variant; null when none was given or nothing is queued"
+        },
+        "queued_at": {
+          "type": [
+            "null",
+            "string"
+          ],
+          "description": "when the message was queued (RFC3339); null when nothing is queued",
+          "format": "date-time"
+        },
+        "process_running": {
+          "type": "boolean",
+          "description": "true when a coding agent runs in the session now; a queued message starts only after it completes successfully (it is discarded if the run fails or is killed)"
+        }
+      },
+      "description": "the session's follow-up queue after the call",
+      "required": [
+        "queued",
+        "prompt",
+        "variant",
+        "queued_at",
+        "process_running"
+      ],
+      "additionalProperties": false
+    },
+    "task_status": {
+      "type": "string",
+      "description": "the status the call moved the task to: always inprogress (of todo | inprogress | inreview | done | cancelled); it returns to inreview when the run ends",
+      "enum": [
+        "todo",
+        "inprogress",
+        "inreview",
+        "done",
+        "cancelled"
+      ]
+    }
+  },
+  "required": [
+    "attempt_id",
+    "session_id",
+    "action",
+    "execution_process_id",
+    "queue",
+    "task_status"
+  ],
+  "additionalProperties": false
+}`,
+	},
+	"review_queue": {
+		input: `{
+  "type": "object",
+  "properties": {
+    "project_id": {
+      "type": "string",
+      "description": "only this project's tasks: project id (UUID) from list_projects; default every project",
+      "maxLength": 36,
+      "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+      "format": "uuid"
+    },
+    "limit": {
+      "type": "integer",
+      "description": "most tasks to return, oldest in review first; default 20, capped at 100",
+      "default": 20,
+      "minimum": 1
+    }
+  },
+  "additionalProperties": false
+}`,
+		output: `{
+  "type": "object",
+  "properties": {
+    "tasks": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "properties": {
+          "task_id": {
+            "type": "string",
+            "description": "the task (UUID)",
+            "format": "uuid"
+          },
+          "project_id": {
+            "type": "string",
+            "description": "the task's project (UUID)",
+            "format": "uuid"
+          },
+          "title": {
+            "type": "string",
+            "description": "short task title"
+          },
+          "updated_at": {
+            "type": "string",
+            "description": "when the task last changed (RFC3339): when it entered review unless edited since; the queue's order",
+            "format": "date-time"
+          },
+          "attempt_id": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "the latest attempt (UUID), the one to review, approve or send back; null when the task has no attempt",
+            "format": "uuid"
+          },
+          "workspace_branch": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "git branch of that attempt, merged by approve_attempt; null without attempt"
+          },
+          "executor": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "executor of that attempt (e.g. CLAUDE_CODE); null without attempt"
+          },
+          "state": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "that attempt's state: idle | running | completed | failed; null without attempt",
+            "enum": [
+              "idle",
+              "running",
+              "completed",
+              "failed",
+              null
+            ]
+          },
+          "failure_summary": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "short reason when state is failed (e.g. failed (exit_code=1)); null otherwise"
+          },
+          "repos": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "properties": {
+                "repo_name": {
+                  "type": "string",
+                  "description": "repo name; the prefix of the attempt's file paths (repo_name/path)"
+                },
+                "target_branch": {
+                  "type": "string",
+                  "description": "git branch the attempt merges into on approval"
+                }
+              },
+              "required": [
+                "repo_name",
+                "target_branch"
+              ],
+              "additionalProperties": false
+            },
+            "description": "the attempt's repos and the branches approve_attempt merges into; empty without attempt"
+          },
+          "changes": {
+            "type": [
+              "null",
+              "object"
+            ],
+            "properties": {
+              "file_count": {
+                "type": "integer",
+                "description": "number of changed files; list them with get_attempt_changes"
+              },
+              "added": {
+                "type": "integer",
+                "description": "lines added"
+              },
+              "deleted": {
+                "type": "integer",
+                "description": "lines deleted"
+              }
+            },
+            "description": "summary of the attempt's changes (uncommitted and untracked files included); null without attempt or when not measurable",
+            "required": [
+              "file_count",
+              "added",
+              "deleted"
+            ],
+            "additionalProperties": false
+          },
+          "changes_error": {
+            "type": [
+              "null",
+              "string"
+            ],
+            "description": "why changes could not be measured (e.g. a worktree is gone); null otherwise"
+          }
+        },
+        "required": [
+          "task_id",
+          "project_id",
+          "title",
+          "updated_at",
+          "attempt_id",
+          "workspace_branch",
+          "executor",
+          "state",
+          "failure_summary",
+          "repos",
+          "changes",
+          "changes_error"
+        ],
+        "additionalProperties": false
+      },
+      "description": "tasks in status inreview, oldest updated_at first; empty when nothing waits for review"
+    },
+    "count": {
+      "type": "integer",
+      "description": "number of tasks returned (at most limit)"
+    }
+  },
+  "required": [
     "tasks",
     "count"
   ],

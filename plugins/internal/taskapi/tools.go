@@ -11,12 +11,16 @@ import (
 // false).
 var (
 	readOnly = &abi.Annotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}
-	// creates: create_task, start_task_attempt, follow_up.
+	// creates: create_task, start_task_attempt, follow_up, request_changes.
 	creates = &abi.Annotations{DestructiveHint: new(false), OpenWorldHint: new(false)}
 	// updates: update_task (setting the same values twice changes nothing).
 	updates = &abi.Annotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)}
 	// destroys: delete_task, stop_attempt.
 	destroys = &abi.Annotations{DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)}
+	// merges: approve_attempt moves the target branches (a merge commit
+	// cannot be taken back without rewriting them); a second call is
+	// refused, not repeated.
+	merges = &abi.Annotations{DestructiveHint: new(true), OpenWorldHint: new(false)}
 
 	requestID = &abi.Idempotency{KeyField: "request_id"}
 )
@@ -136,6 +140,24 @@ Optional: force
 Next: get_attempt_status(attempt_id), then get_attempt_changes(attempt_id)
 Avoid: follow_up action=cancel to stop a run; it only clears the queued message.`
 
+	descReviewQueue = `Use when: choosing what to review: tasks in inreview, oldest first, with latest attempt, target branches and change summary.
+Required: none
+Optional: project_id, limit
+Next: get_attempt_changes(attempt_id), then approve_attempt(attempt_id) or request_changes(attempt_id, feedback)
+Avoid: approving from the queue alone; read the changes (get_attempt_patch) first.`
+
+	descApproveAttempt = `Use when: a reviewed attempt is good: merge its branch into each repo's target branch; the task becomes done.
+Required: attempt_id
+Optional: none
+Next: review_queue; on a conflict, request_changes(attempt_id, feedback)
+Avoid: approving unreviewed or running attempts; uncommitted worktree changes are committed and merged too.`
+
+	descRequestChanges = `Use when: a reviewed attempt needs more work: send your feedback to its agent (queued while a run goes on).
+Required: attempt_id, feedback
+Optional: request_id
+Next: get_attempt_status(attempt_id), then review_queue once the task is back in review
+Avoid: vague feedback (name files and the expected result); retrying without request_id (sent twice).`
+
 	descGetAttemptChanges = `Use when: seeing what an attempt changed: summary and changed files (repo-prefixed paths).
 Required: attempt_id
 Optional: force
@@ -220,6 +242,17 @@ func RegisterRead() {
 			out.Messages = nonNil(out.Messages)
 			return out, err
 		})
+	tool(sdk.ToolSpec{Name: "review_queue", Title: "List tasks waiting for review", Description: descReviewQueue, Annotations: readOnly,
+		TimeoutMS: 60000},
+		func(c *sdk.Call, in ReviewQueueIn) (ReviewQueueOut, error) {
+			var out ReviewQueueOut
+			err := c.Board(abi.OpReviewQueue, in, &out)
+			out.Tasks = nonNil(out.Tasks)
+			for i := range out.Tasks {
+				out.Tasks[i].Repos = nonNil(out.Tasks[i].Repos)
+			}
+			return out, err
+		})
 	tool(sdk.ToolSpec{Name: "get_context", Title: "Get this attempt's context", Description: descGetContext, Annotations: readOnly,
 		When: abi.WhenAttemptContext},
 		func(c *sdk.Call, _ NoInput) (ContextOut, error) {
@@ -286,6 +319,21 @@ func RegisterControl() {
 			out.Stopped = nonNil(out.Stopped)
 			return out, err
 		})
+	tool(sdk.ToolSpec{Name: "approve_attempt", Title: "Approve an attempt: merge it", Description: descApproveAttempt, Annotations: merges,
+		TimeoutMS: 120000},
+		func(c *sdk.Call, in ApproveIn) (ApproveOut, error) {
+			var out ApproveOut
+			err := c.Board(abi.OpApproveAttempt, in, &out)
+			out.Repos = nonNil(out.Repos)
+			return out, err
+		})
+	tool(sdk.ToolSpec{Name: "request_changes", Title: "Request changes to an attempt", Description: descRequestChanges, Annotations: creates,
+		Idempotency: requestID},
+		func(c *sdk.Call, in RequestChangesIn) (RequestChangesOut, error) {
+			var out RequestChangesOut
+			err := c.Board(abi.OpRequestChanges, boardRequestChanges{AttemptID: in.AttemptID, Feedback: in.Feedback}, &out)
+			return out, err
+		})
 }
 
 // RegisterWorkspace registers the tools of the tasks-workspace plugin
@@ -347,6 +395,12 @@ type boardFollowUp struct {
 	SessionID UUID   `json:"session_id,omitempty"`
 	Prompt    string `json:"prompt,omitempty"`
 	Variant   string `json:"variant,omitempty"`
+}
+
+// boardRequestChanges is board.RequestChangesArgs.
+type boardRequestChanges struct {
+	AttemptID UUID   `json:"attempt_id"`
+	Feedback  string `json:"feedback"`
 }
 
 // ---- answers that the tool reshapes ----

@@ -489,3 +489,92 @@ type FileOut struct {
 	Code          BlockedCode        `json:"code,omitempty" jsonschema:"blocked_guardrails when the size cap blocked (size_exceeded); absent otherwise"`
 	Hint          string             `json:"hint,omitempty" jsonschema:"what to do next when blocked; absent otherwise"`
 }
+
+// ---- review ----
+
+// MergedVia is worktree | ref | up_to_date.
+type MergedVia string
+
+// Delivery is send | queue.
+type Delivery string
+
+// ReviewQueueIn are review_queue's arguments.
+type ReviewQueueIn struct {
+	ProjectID UUID `json:"project_id,omitempty" jsonschema:"only this project's tasks: project id (UUID) from list_projects; default every project"`
+	Limit     int  `json:"limit,omitempty" jsonschema:"most tasks to return, oldest in review first; default 20, capped at 100"`
+}
+
+// ReviewQueueOut answers review_queue.
+type ReviewQueueOut struct {
+	Tasks []ReviewItem `json:"tasks" jsonschema:"tasks in status inreview, oldest updated_at first; empty when nothing waits for review"`
+	Count int          `json:"count" jsonschema:"number of tasks returned (at most limit)"`
+}
+
+// ReviewItem is a task waiting for review with its latest attempt.
+type ReviewItem struct {
+	TaskID          UUID           `json:"task_id" jsonschema:"the task (UUID)"`
+	ProjectID       UUID           `json:"project_id" jsonschema:"the task's project (UUID)"`
+	Title           string         `json:"title" jsonschema:"short task title"`
+	UpdatedAt       Time           `json:"updated_at" jsonschema:"when the task last changed (RFC3339): when it entered review unless edited since; the queue's order"`
+	AttemptID       *UUID          `json:"attempt_id" jsonschema:"the latest attempt (UUID), the one to review, approve or send back; null when the task has no attempt"`
+	WorkspaceBranch *string        `json:"workspace_branch" jsonschema:"git branch of that attempt, merged by approve_attempt; null without attempt"`
+	Executor        *string        `json:"executor" jsonschema:"executor of that attempt (e.g. CLAUDE_CODE); null without attempt"`
+	State           *AttemptState  `json:"state" jsonschema:"that attempt's state: idle | running | completed | failed; null without attempt"`
+	FailureSummary  *string        `json:"failure_summary" jsonschema:"short reason when state is failed (e.g. failed (exit_code=1)); null otherwise"`
+	Repos           []ReviewRepo   `json:"repos" jsonschema:"the attempt's repos and the branches approve_attempt merges into; empty without attempt"`
+	Changes         *ReviewChanges `json:"changes" jsonschema:"summary of the attempt's changes (uncommitted and untracked files included); null without attempt or when not measurable"`
+	ChangesError    *string        `json:"changes_error" jsonschema:"why changes could not be measured (e.g. a worktree is gone); null otherwise"`
+}
+
+// ReviewRepo is one repo of an attempt under review.
+type ReviewRepo struct {
+	RepoName     string `json:"repo_name" jsonschema:"repo name; the prefix of the attempt's file paths (repo_name/path)"`
+	TargetBranch string `json:"target_branch" jsonschema:"git branch the attempt merges into on approval"`
+}
+
+// ReviewChanges sums up an attempt's changes.
+type ReviewChanges struct {
+	FileCount int `json:"file_count" jsonschema:"number of changed files; list them with get_attempt_changes"`
+	Added     int `json:"added" jsonschema:"lines added"`
+	Deleted   int `json:"deleted" jsonschema:"lines deleted"`
+}
+
+// ApproveIn are approve_attempt's arguments.
+type ApproveIn struct {
+	AttemptID UUID `json:"attempt_id" jsonschema:"attempt id (UUID) from review_queue or list_task_attempts; its branch is merged"`
+}
+
+// ApproveOut answers approve_attempt.
+type ApproveOut struct {
+	AttemptID       UUID         `json:"attempt_id" jsonschema:"the approved attempt (UUID)"`
+	TaskID          UUID         `json:"task_id" jsonschema:"the attempt's task (UUID)"`
+	WorkspaceBranch string       `json:"workspace_branch" jsonschema:"the attempt's git branch that was merged"`
+	Repos           []MergedRepo `json:"repos" jsonschema:"one entry per repo of the attempt, each merged into its target branch"`
+	TaskStatus      TaskStatus   `json:"task_status" jsonschema:"the task's status after the approval: always done (of todo | inprogress | inreview | done | cancelled)"`
+}
+
+// MergedRepo is how one repo was merged.
+type MergedRepo struct {
+	RepoName      string    `json:"repo_name" jsonschema:"repo name"`
+	TargetBranch  string    `json:"target_branch" jsonschema:"the git branch merged into"`
+	MergeCommit   string    `json:"merge_commit" jsonschema:"target_branch's commit (hex SHA) now: the merge commit, or the unchanged tip when merged_via is up_to_date"`
+	MergedVia     MergedVia `json:"merged_via" jsonschema:"worktree (target_branch is checked out and was merged in that checkout) | ref (checked out nowhere; the branch was moved) | up_to_date (nothing to merge)"`
+	ChangesCommit *string   `json:"changes_commit" jsonschema:"commit (hex SHA) that recorded the worktree's uncommitted changes on the attempt branch before merging; null when there were none"`
+}
+
+// RequestChangesIn are request_changes' arguments.
+type RequestChangesIn struct {
+	AttemptID UUID   `json:"attempt_id" jsonschema:"attempt id (UUID) from review_queue; the feedback goes to its latest session"`
+	Feedback  string `json:"feedback" jsonschema:"what the agent should change, sent as its next prompt; name files and the expected result"`
+	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key: retrying with the same request_id and the same arguments returns the first result without a second effect; 1-128 characters, e.g. a UUID"`
+}
+
+// RequestChangesOut answers request_changes.
+type RequestChangesOut struct {
+	AttemptID          UUID        `json:"attempt_id" jsonschema:"the attempt (UUID)"`
+	SessionID          UUID        `json:"session_id" jsonschema:"the session the feedback went to (UUID)"`
+	Action             Delivery    `json:"action" jsonschema:"send (nothing was running: a new agent run started with the feedback) | queue (a run is going on: the feedback runs when it completes successfully)"`
+	ExecutionProcessID *UUID       `json:"execution_process_id" jsonschema:"the agent process started (UUID) when action is send; null when queued"`
+	Queue              QueueStatus `json:"queue" jsonschema:"the session's follow-up queue after the call"`
+	TaskStatus         TaskStatus  `json:"task_status" jsonschema:"the status the call moved the task to: always inprogress (of todo | inprogress | inreview | done | cancelled); it returns to inreview when the run ends"`
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// Decision log kinds and statuses (decision_log.kind, decision_log.status).
+const (
+	DecisionKindCall     = "call"
+	DecisionKindDecision = "decision"
+
+	DecisionInvoked = "invoked"
+	DecisionOK      = "ok"
+	DecisionError   = "error"
+)
+
+// Decision is one row of the decision log: a tool call (kind call, status
+// invoked until it finishes) or a deliberate entry (kind decision, status
+// ok, with title and body). Input, Result and Error are JSON or nil.
+type Decision struct {
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	AgentID    string          `json:"agent_id"`
+	AgentType  string          `json:"agent_type"`
+	Tool       string          `json:"tool"`
+	RequestID  string          `json:"request_id"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	ErrorCode  string          `json:"error_code"`
+	Error      json.RawMessage `json:"error,omitempty"`
+	Status     string          `json:"status"`
+	DurationMS *int64          `json:"duration_ms"`
+	Attempts   int             `json:"attempts"`
+	Title      string          `json:"title"`
+	Body       string          `json:"body"`
+	CreatedAt  string          `json:"created_at"`
+	FinishedAt *string         `json:"finished_at"`
+}
+
+// DecisionFinish is how a call row ends.
+type DecisionFinish struct {
+	Status     string
+	Result     json.RawMessage
+	ErrorCode  string
+	Error      json.RawMessage
+	DurationMS int64
+	Attempts   int
+	FinishedAt string
+}
+
+func jsonOrNil(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// InsertDecision adds a row (one INSERT). ID and CreatedAt must be set.
+func (s *Store) InsertDecision(ctx context.Context, d Decision) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO decision_log (id, kind, agent_id, agent_type, tool, request_id, input, result,
+		error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, d.Kind, d.AgentID, d.AgentType, d.Tool, d.RequestID, jsonOrNil(d.Input), jsonOrNil(d.Result),
+		d.ErrorCode, jsonOrNil(d.Error), d.Status, d.DurationMS, d.Attempts, d.Title, d.Body, d.CreatedAt, d.FinishedAt)
+	return err
+}
+
+// FinishDecision records the outcome of the call row id (one UPDATE).
+func (s *Store) FinishDecision(ctx context.Context, id string, f DecisionFinish) error {
+	r, err := s.db.ExecContext(ctx, `UPDATE decision_log SET status = ?, result = ?, error_code = ?, error = ?, duration_ms = ?,
+		attempts = ?, finished_at = ? WHERE id = ?`,
+		f.Status, jsonOrNil(f.Result), f.ErrorCode, jsonOrNil(f.Error), f.DurationMS, f.Attempts, f.FinishedAt, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		return notFound("decision", id)
+	}
+	return nil
+}
+
+// DecisionFilter selects decision log rows.
+type DecisionFilter struct {
+	AgentID string
+	Tool    string
+	// Limit caps the rows (default 50).
+	Limit int
+	// FinishedAfter, when set, selects rows finished at or after this time
+	// (TimeFormat), oldest first: what a follower polls. Without it the
+	// newest Limit rows by creation are returned, newest first.
+	FinishedAfter string
+}
+
+const decisionColumns = `id, kind, agent_id, agent_type, tool, request_id, input, result, error_code, error, status,
+	duration_ms, attempts, title, body, created_at, finished_at`
+
+// ListDecisions returns decision log rows (see DecisionFilter).
+func (s *Store) ListDecisions(ctx context.Context, f DecisionFilter) ([]Decision, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if f.AgentID != "" {
+		where, args = append(where, "agent_id = ?"), append(args, f.AgentID)
+	}
+	if f.Tool != "" {
+		where, args = append(where, "tool = ?"), append(args, f.Tool)
+	}
+	order := "created_at DESC, id DESC"
+	if f.FinishedAfter != "" {
+		where, args = append(where, "finished_at IS NOT NULL AND finished_at >= ?"), append(args, f.FinishedAfter)
+		order = "finished_at, id"
+	}
+	q := `SELECT ` + decisionColumns + ` FROM decision_log`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY ` + order + ` LIMIT ?`
+	rows, err := s.db.QueryContext(ctx, q, append(args, f.Limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Decision
+	for rows.Next() {
+		d, err := scanDecision(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// GetDecision returns one row.
+func (s *Store) GetDecision(ctx context.Context, id string) (Decision, error) {
+	d, err := scanDecision(s.db.QueryRowContext(ctx, `SELECT `+decisionColumns+` FROM decision_log WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, notFound("decision", id)
+	}
+	return d, err
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanDecision(r scanner) (Decision, error) {
+	var (
+		d                    Decision
+		input, result, errJS sql.NullString
+		duration             sql.NullInt64
+		finished             sql.NullString
+	)
+	err := r.Scan(&d.ID, &d.Kind, &d.AgentID, &d.AgentType, &d.Tool, &d.RequestID, &input, &result, &d.ErrorCode, &errJS,
+		&d.Status, &duration, &d.Attempts, &d.Title, &d.Body, &d.CreatedAt, &finished)
+	if err != nil {
+		return d, err
+	}
+	if input.Valid {
+		d.Input = json.RawMessage(input.String)
+	}
+	if result.Valid {
+		d.Result = json.RawMessage(result.String)
+	}
+	if errJS.Valid {
+		d.Error = json.RawMessage(errJS.String)
+	}
+	if duration.Valid {
+		d.DurationMS = &duration.Int64
+	}
+	d.FinishedAt = nullString(finished)
+	return d, nil
+}
+
+// DecisionWrite is one write of WriteDecisions: an Insert, or the Finish
+// of row ID.
+type DecisionWrite struct {
+	Insert *Decision
+	ID     string
+	Finish *DecisionFinish
+}
+
+// WriteDecisions applies writes in order in one transaction: what the
+// decision log's writer does with the writes of many calls at once. A
+// Finish of a missing row is skipped.
+func (s *Store) WriteDecisions(ctx context.Context, writes []DecisionWrite) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO decision_log (id, kind, agent_id, agent_type, tool, request_id, input, result,
+			error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		upd, err := tx.PrepareContext(ctx, `UPDATE decision_log SET status = ?, result = ?, error_code = ?, error = ?, duration_ms = ?,
+			attempts = ?, finished_at = ? WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		defer upd.Close()
+		for _, w := range writes {
+			switch {
+			case w.Insert != nil:
+				d := w.Insert
+				_, err = ins.ExecContext(ctx, d.ID, d.Kind, d.AgentID, d.AgentType, d.Tool, d.RequestID, jsonOrNil(d.Input), jsonOrNil(d.Result),
+					d.ErrorCode, jsonOrNil(d.Error), d.Status, d.DurationMS, d.Attempts, d.Title, d.Body, d.CreatedAt, d.FinishedAt)
+			case w.Finish != nil:
+				f := w.Finish
+				_, err = upd.ExecContext(ctx, f.Status, jsonOrNil(f.Result), f.ErrorCode, jsonOrNil(f.Error), f.DurationMS, f.Attempts, f.FinishedAt, w.ID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+)
+
+// Mail is one message between agents, or from an agent to the human inbox
+// (ToAgentID "human"). ThreadID is the id of the first mail of its thread.
+type Mail struct {
+	ID            string  `json:"id"`
+	FromAgentID   string  `json:"from_agent_id"`
+	FromAgentType string  `json:"from_agent_type"`
+	ToAgentID     string  `json:"to_agent_id"`
+	Subject       string  `json:"subject"`
+	Body          string  `json:"body"`
+	InReplyTo     *string `json:"in_reply_to"`
+	ThreadID      string  `json:"thread_id"`
+	ReadAt        *string `json:"read_at"`
+	CreatedAt     string  `json:"created_at"`
+}
+
+// EventMailSent is the event InsertMail records with each mail.
+const EventMailSent = "mail.sent"
+
+// InsertMail stores m and records its mail.sent event in the same
+// transaction. ID, ThreadID and CreatedAt must be set.
+func (s *Store) InsertMail(ctx context.Context, m Mail) error {
+	data, err := json.Marshal(map[string]any{"mail_id": m.ID, "from_agent_id": m.FromAgentID, "to_agent_id": m.ToAgentID,
+		"is_for_human": m.ToAgentID == "human", "subject": m.Subject, "thread_id": m.ThreadID})
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO mail (id, from_agent_id, from_agent_type, to_agent_id, subject, body,
+			in_reply_to, thread_id, read_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.FromAgentID, m.FromAgentType, m.ToAgentID, m.Subject, m.Body, m.InReplyTo, m.ThreadID, m.ReadAt, m.CreatedAt); err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, EventMailSent, m.ID, data, m.CreatedAt)
+	})
+}
+
+const mailColumns = `id, from_agent_id, from_agent_type, to_agent_id, subject, body, in_reply_to, thread_id, read_at, created_at`
+
+func scanMail(sc interface{ Scan(...any) error }) (Mail, error) {
+	var (
+		m              Mail
+		inReply, readA sql.NullString
+	)
+	err := sc.Scan(&m.ID, &m.FromAgentID, &m.FromAgentType, &m.ToAgentID, &m.Subject, &m.Body, &inReply, &m.ThreadID, &readA, &m.CreatedAt)
+	m.InReplyTo, m.ReadAt = nullString(inReply), nullString(readA)
+	return m, err
+}
+
+// GetMail returns one mail, or ErrNotFound.
+func (s *Store) GetMail(ctx context.Context, id string) (Mail, error) {
+	m, err := scanMail(s.db.QueryRowContext(ctx, `SELECT `+mailColumns+` FROM mail WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, notFound("mail", id)
+	}
+	return m, err
+}
+
+// ListInbox returns the mail addressed to to, newest first, at most limit
+// (default 50); read mail only when includeRead.
+func (s *Store) ListInbox(ctx context.Context, to string, includeRead bool, limit int) ([]Mail, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	q := `SELECT ` + mailColumns + ` FROM mail WHERE to_agent_id = ?`
+	if !includeRead {
+		q += ` AND read_at IS NULL`
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, to, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Mail
+	for rows.Next() {
+		m, err := scanMail(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// CountMail returns how many mails to holds, and how many are unread.
+func (s *Store) CountMail(ctx context.Context, to string) (total, unread int, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(*) FILTER (WHERE read_at IS NULL) FROM mail WHERE to_agent_id = ?`, to).
+		Scan(&total, &unread)
+	return total, unread, err
+}
+
+// MarkMailRead sets the read time of mail id unless it is already read,
+// and returns the mail as it now is.
+func (s *Store) MarkMailRead(ctx context.Context, id, at string) (Mail, error) {
+	if _, err := s.db.ExecContext(ctx, `UPDATE mail SET read_at = ? WHERE id = ? AND read_at IS NULL`, at, id); err != nil {
+		return Mail{}, err
+	}
+	return s.GetMail(ctx, id)
+}

@@ -1,0 +1,91 @@
+package mcpserver
+
+//lint:file-ignore SA1019 logging is deprecated only from MCP 2026-07-28 on; this server speaks up to 2025-11-25 (see ProtocolVersions).
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugboard/plugboard/host/mail"
+)
+
+// MailNotifier tells connected agents that mail arrived (mail.Notifier):
+// each session of the recipient gets a notifications/message at level
+// info, logger "mail", data {mail_id, from, subject, thread_id}. A session
+// is its caller's from its first request on (CallerOf: the bearer token's
+// agent over HTTP, --agent or the local identity over stdio). As for every
+// log notification, the go-sdk sends it only once the client has set a
+// logging level (logging/setLevel).
+type MailNotifier struct {
+	srv  *mcp.Server
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]string // session → agent id
+}
+
+var _ mail.Notifier = (*MailNotifier)(nil)
+
+// NewMailNotifier returns the notifier of srv's sessions; opts are the
+// server's (New), whose Caller and Callers name each session's agent. It
+// adds a receiving middleware to srv that records the agent of each
+// session.
+func NewMailNotifier(srv *mcp.Server, opts Options) *MailNotifier {
+	n := &MailNotifier{srv: srv, opts: opts, log: opts.Logger, sessions: map[*mcp.ServerSession]string{}}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	srv.AddReceivingMiddleware(n.track)
+	return n
+}
+
+// track binds the session of every request to its caller.
+func (n *MailNotifier) track(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+			if c := CallerOf(req.GetExtra(), n.opts); c != nil && c.ID != "" {
+				n.Bind(ss, c.ID)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// Bind records that session acts for agentID.
+func (n *MailNotifier) Bind(session *mcp.ServerSession, agentID string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sessions[session] = agentID
+}
+
+// MailArrived sends the notice to every connected session of toAgentID,
+// forgetting sessions that have closed.
+func (n *MailNotifier) MailArrived(ctx context.Context, toAgentID string, m mail.Notice) {
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range n.srv.Sessions() {
+		live[ss] = true
+	}
+	var targets []*mcp.ServerSession
+	n.mu.Lock()
+	for ss, id := range n.sessions {
+		switch {
+		case !live[ss]:
+			delete(n.sessions, ss)
+		case id == toAgentID:
+			targets = append(targets, ss)
+		}
+	}
+	n.mu.Unlock()
+	data := map[string]string{"mail_id": m.MailID, "from": m.From, "subject": m.Subject, "thread_id": m.ThreadID}
+	for _, ss := range targets {
+		// The recipient's session is not the sender's call: its context
+		// must not end the notice half-sent, nor the notice hold the call.
+		if err := ss.Log(context.WithoutCancel(ctx), &mcp.LoggingMessageParams{Level: "info", Logger: "mail", Data: data}); err != nil {
+			n.log.Debug("mail notice not sent", "to", toAgentID, "err", err)
+		}
+	}
+}
