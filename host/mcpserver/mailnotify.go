@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -82,10 +83,16 @@ func (n *MailNotifier) MailArrived(ctx context.Context, toAgentID string, m mail
 	n.mu.Unlock()
 	data := map[string]string{"mail_id": m.MailID, "from": m.From, "subject": m.Subject, "thread_id": m.ThreadID}
 	for _, ss := range targets {
-		// The recipient's session is not the sender's call: its context
-		// must not end the notice half-sent, nor the notice hold the call.
-		if err := ss.Log(context.WithoutCancel(ctx), &mcp.LoggingMessageParams{Level: "info", Logger: "mail", Data: data}); err != nil {
+		// A detached context, not one derived from the sender's call: the
+		// streamable transport routes a message made under a request's
+		// context to that request's stream, which in the recipient's
+		// session does not exist; detached, it goes to the recipient's
+		// standalone stream. Nor should the sender's call end the notice
+		// half-sent.
+		nctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := ss.Log(nctx, &mcp.LoggingMessageParams{Level: "info", Logger: "mail", Data: data}); err != nil {
 			n.log.Debug("mail notice not sent", "to", toAgentID, "err", err)
 		}
+		cancel()
 	}
 }
