@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore SA1019 mail notices are MCP log notifications; logging is deprecated only from MCP 2026-07-28 on, and this server speaks up to 2025-11-25.
+
 import (
 	"context"
 	"encoding/json"
