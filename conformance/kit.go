@@ -18,7 +18,6 @@ import (
 	"github.com/plugboard/plugboard/host/dispatch"
 	"github.com/plugboard/plugboard/host/registry"
 	"github.com/plugboard/plugboard/host/runtime"
-	"github.com/plugboard/plugboard/host/wasmfile"
 )
 
 // Defaults of Options.
@@ -237,11 +236,7 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		skipAll("skipped: no module", later...)
 		return
 	}
-	mod, err := parseModule(wasm)
-	var info *wasmfile.Info
-	if err == nil {
-		info, err = wasmfile.Parse(wasm)
-	}
+	mod, info, err := parseModule(wasm)
 	if err != nil {
 		rec.fail(CheckWasm, "", "not a WebAssembly module plugboard can read: "+err.Error(),
 			"pass a .wasm built for wasip1 (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, or plugboard plugin build)")

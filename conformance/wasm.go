@@ -1,14 +1,15 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/plugboard/plugboard/host/wasmfile"
 )
 
-// module is what the kit reads from a binary beyond host/wasmfile's view:
-// function types, so that exports and imports can be checked against the
-// signatures the host calls them with.
+// module is the kit's view of a binary (read by host/wasmfile): function
+// types, so that exports and imports can be checked against the signatures
+// the host calls them with.
 type module struct {
 	types   []funcType
 	imports []wasmImport
@@ -131,219 +132,29 @@ func (m *module) export(name string) (wasmExport, bool) {
 	return wasmExport{}, false
 }
 
-var errShort = errors.New("truncated")
-
-// parseModule reads the type, import, function and export sections.
-func parseModule(bin []byte) (*module, error) {
-	if len(bin) < 8 || string(bin[:8]) != "\x00asm\x01\x00\x00\x00" {
-		return nil, errors.New("not a WebAssembly 1.0 binary (bad magic or version)")
-	}
-	m := &module{}
-	r := &wreader{b: bin, off: 8}
-	for r.off < len(r.b) {
-		id, err := r.byte()
-		if err != nil {
-			return nil, err
-		}
-		size, err := r.u32()
-		if err != nil {
-			return nil, fmt.Errorf("section %d: %w", id, err)
-		}
-		if uint64(r.off)+uint64(size) > uint64(len(r.b)) {
-			return nil, fmt.Errorf("section %d runs past the end of the file", id)
-		}
-		s := &wreader{b: r.b[r.off : r.off+int(size)]}
-		r.off += int(size)
-		switch id {
-		case 1:
-			err = m.parseTypes(s)
-		case 2:
-			err = m.parseImports(s)
-		case 3:
-			err = m.parseFuncs(s)
-		case 7:
-			err = m.parseExports(s)
-		case 8:
-			m.hasStart = true
-		}
-		if err != nil {
-			return nil, fmt.Errorf("section %d: %w", id, err)
-		}
-	}
-	return m, nil
-}
-
-func (m *module) parseTypes(r *wreader) error {
-	n, err := r.u32()
+// parseModule reads the binary with host/wasmfile (the parser the host
+// itself uses) and keeps the kit's view of it.
+func parseModule(bin []byte) (*module, *wasmfile.Info, error) {
+	info, err := wasmfile.Parse(bin)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	for range n {
-		form, err := r.byte()
-		if err != nil {
-			return err
-		}
-		if form != 0x60 {
-			return fmt.Errorf("type form 0x%02x is not a function type", form)
-		}
-		var t funcType
-		if t.params, err = r.vecBytes(); err != nil {
-			return err
-		}
-		if t.results, err = r.vecBytes(); err != nil {
-			return err
-		}
-		m.types = append(m.types, t)
+	m := &module{hasStart: info.HasStart, funcs: info.Funcs}
+	for _, t := range info.Types {
+		m.types = append(m.types, funcType{params: t.Params, results: t.Results})
 	}
-	return nil
-}
-
-func (m *module) parseImports(r *wreader) error {
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for range n {
-		var imp wasmImport
-		if imp.module, err = r.name(); err != nil {
-			return err
-		}
-		if imp.name, err = r.name(); err != nil {
-			return err
-		}
-		if imp.kind, err = r.byte(); err != nil {
-			return err
-		}
-		switch imp.kind {
-		case kindFunc:
-			idx, err := r.u32()
-			if err != nil {
-				return err
-			}
-			if idx >= uint32(len(m.types)) {
-				return fmt.Errorf("import %s.%s: type index %d out of range", imp.module, imp.name, idx)
-			}
-			imp.typ = m.types[idx]
+	for _, imp := range info.Imports {
+		wi := wasmImport{module: imp.Module, name: imp.Name, kind: byte(imp.Kind)}
+		if imp.Kind == wasmfile.KindFunc {
+			wi.typ = m.types[imp.Type] // Parse checked the index
 			m.importedFuncs++
-		case kindTable:
-			if _, err = r.byte(); err == nil {
-				err = r.limits()
-			}
-		case kindMemory:
-			err = r.limits()
-		case kindGlobal:
-			if _, err = r.byte(); err == nil {
-				_, err = r.byte()
-			}
-		default:
-			return fmt.Errorf("import %s.%s: unknown kind %d", imp.module, imp.name, imp.kind)
 		}
-		if err != nil {
-			return err
-		}
-		m.imports = append(m.imports, imp)
+		m.imports = append(m.imports, wi)
 	}
-	return nil
-}
-
-func (m *module) parseFuncs(r *wreader) error {
-	n, err := r.u32()
-	if err != nil {
-		return err
+	for _, e := range info.Exports {
+		m.exports = append(m.exports, wasmExport{name: e.Name, kind: byte(e.Kind), index: e.Index})
 	}
-	for range n {
-		idx, err := r.u32()
-		if err != nil {
-			return err
-		}
-		m.funcs = append(m.funcs, idx)
-	}
-	return nil
-}
-
-func (m *module) parseExports(r *wreader) error {
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for range n {
-		var e wasmExport
-		if e.name, err = r.name(); err != nil {
-			return err
-		}
-		if e.kind, err = r.byte(); err != nil {
-			return err
-		}
-		if e.index, err = r.u32(); err != nil {
-			return err
-		}
-		m.exports = append(m.exports, e)
-	}
-	return nil
-}
-
-type wreader struct {
-	b   []byte
-	off int
-}
-
-func (r *wreader) byte() (byte, error) {
-	if r.off >= len(r.b) {
-		return 0, errShort
-	}
-	c := r.b[r.off]
-	r.off++
-	return c, nil
-}
-
-func (r *wreader) u32() (uint32, error) {
-	var v uint64
-	for shift := uint(0); shift < 35; shift += 7 {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			if v > 0xffffffff {
-				return 0, errors.New("u32 overflow")
-			}
-			return uint32(v), nil
-		}
-	}
-	return 0, errors.New("u32 LEB128 too long")
-}
-
-func (r *wreader) name() (string, error) {
-	b, err := r.vecBytes()
-	return string(b), err
-}
-
-func (r *wreader) vecBytes() ([]byte, error) {
-	n, err := r.u32()
-	if err != nil {
-		return nil, err
-	}
-	if uint64(r.off)+uint64(n) > uint64(len(r.b)) {
-		return nil, errShort
-	}
-	b := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return b, nil
-}
-
-func (r *wreader) limits() error {
-	flag, err := r.byte()
-	if err != nil {
-		return err
-	}
-	if _, err := r.u32(); err != nil {
-		return err
-	}
-	if flag&1 != 0 {
-		_, err = r.u32()
-	}
-	return err
+	return m, info, nil
 }
 
 // ---- writing small modules (the import probes and the sandbox probe) ----

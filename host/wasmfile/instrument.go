@@ -3,6 +3,7 @@ package wasmfile
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Names of what Instrument adds to a module.
@@ -56,7 +57,7 @@ func Instrument(bin []byte) ([]byte, error) {
 	}
 	var (
 		importedFuncs, importedGlobals, definedGlobals uint32
-		types                                          [][]byte
+		types                                          []FuncType
 	)
 	for _, s := range secs {
 		r := &reader{b: bin[s.payload:s.end]}
@@ -90,13 +91,7 @@ func Instrument(bin []byte) ([]byte, error) {
 		}
 	}
 	yieldType := []byte{0x60, 0x00, 0x01, 0x7f} // () -> i32
-	typeIdx := -1
-	for i, t := range types {
-		if string(t) == string(yieldType) {
-			typeIdx = i
-			break
-		}
-	}
+	typeIdx := slices.IndexFunc(types, func(t FuncType) bool { return t.Equal(FuncType{Results: []byte{0x7f}}) })
 	addType := typeIdx < 0
 	if addType {
 		typeIdx = len(types)
@@ -253,14 +248,14 @@ func appendSLEB(b []byte, v int64) []byte {
 	}
 }
 
-func parseTypes(r *reader) ([][]byte, error) {
+// parseTypes reads the type section's function signatures.
+func parseTypes(r *reader) ([]FuncType, error) {
 	n, err := r.u32()
 	if err != nil {
 		return nil, err
 	}
-	types := make([][]byte, 0, min(n, 4096))
+	types := make([]FuncType, 0, min(n, 4096))
 	for range n {
-		start := r.off
 		form, err := r.byte()
 		if err != nil {
 			return nil, err
@@ -268,20 +263,33 @@ func parseTypes(r *reader) ([][]byte, error) {
 		if form != 0x60 {
 			return nil, fmt.Errorf("type form 0x%02x is not supported (GC proposal types)", form)
 		}
-		for range 2 { // params, results
-			cnt, err := r.u32()
-			if err != nil {
-				return nil, err
-			}
-			for range cnt {
-				if _, err := r.valtype(); err != nil {
-					return nil, err
-				}
-			}
+		var t FuncType
+		if t.Params, err = r.valtypes(); err != nil {
+			return nil, err
 		}
-		types = append(types, r.b[start:r.off])
+		if t.Results, err = r.valtypes(); err != nil {
+			return nil, err
+		}
+		types = append(types, t)
 	}
-	return types, nil
+	// Trailing bytes would be read as one more type once Instrument
+	// appends the yield type behind them.
+	return types, r.end()
+}
+
+// valtypes reads a vector of value types.
+func (r *reader) valtypes() ([]byte, error) {
+	cnt, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	start := r.off
+	for range cnt {
+		if _, err := r.valtype(); err != nil {
+			return nil, err
+		}
+	}
+	return r.b[start:r.off], nil
 }
 
 func rewriteGlobals(payload []byte, shift func(uint32) uint32) ([]byte, error) {

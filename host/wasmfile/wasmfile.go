@@ -15,9 +15,10 @@ var magic = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 
 // Section ids of the binary format.
 const (
-	sectionCustom = 0
-	sectionImport = 2
-	sectionExport = 7
+	sectionCustom   = 0
+	sectionImport   = 2
+	sectionFunction = 3
+	sectionExport   = 7
 )
 
 // ErrNotWasm reports a file that is not a WebAssembly 1.0 binary.
@@ -28,12 +29,27 @@ type Import struct {
 	Module string
 	Name   string
 	Kind   Kind
+	// Type is the type index of a function import (Info.Types).
+	Type uint32
 }
 
 // Export is one entry of the export section.
 type Export struct {
 	Name string
 	Kind Kind
+	// Index is the exported item's index in its kind's index space.
+	Index uint32
+}
+
+// FuncType is a function signature, as value-type bytes (0x7f i32, 0x7e
+// i64, 0x7d f32, 0x7c f64, 0x7b v128, 0x70 funcref, 0x6f externref).
+type FuncType struct {
+	Params, Results []byte
+}
+
+// Equal reports whether two signatures are the same.
+func (t FuncType) Equal(o FuncType) bool {
+	return bytes.Equal(t.Params, o.Params) && bytes.Equal(t.Results, o.Results)
 }
 
 // Kind is the external kind of an import or export.
@@ -75,6 +91,47 @@ type Info struct {
 	// Custom maps each custom section name to its content (the last one wins
 	// when a name repeats).
 	Custom map[string][]byte
+	// Types is the type section: the signatures functions refer to.
+	Types []FuncType
+	// Funcs holds the type index of each defined (not imported) function.
+	Funcs []uint32
+	// HasStart reports a start section.
+	HasStart bool
+}
+
+// Export returns the export of that name.
+func (info *Info) Export(name string) (Export, bool) {
+	for _, e := range info.Exports {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Export{}, false
+}
+
+// FuncType returns the signature of the function with this index in the
+// function index space (imported functions first, then defined ones).
+func (info *Info) FuncType(index uint32) (FuncType, bool) {
+	for _, imp := range info.Imports {
+		if imp.Kind != KindFunc {
+			continue
+		}
+		if index == 0 {
+			return info.typeAt(imp.Type)
+		}
+		index--
+	}
+	if index >= uint32(len(info.Funcs)) {
+		return FuncType{}, false
+	}
+	return info.typeAt(info.Funcs[index])
+}
+
+func (info *Info) typeAt(i uint32) (FuncType, bool) {
+	if i >= uint32(len(info.Types)) {
+		return FuncType{}, false
+	}
+	return info.Types[i], true
 }
 
 // Parse reads the sections of a binary. Code and data are skipped, so it is
@@ -94,10 +151,25 @@ func Parse(bin []byte) (*Info, error) {
 				return nil, fmt.Errorf("custom section at %d: %w", s.start, err)
 			}
 			info.Custom[name] = r.b[r.off:]
+		case sectionType:
+			if info.Types, err = parseTypes(r); err != nil {
+				return nil, fmt.Errorf("type section: %w", err)
+			}
 		case sectionImport:
 			if info.Imports, err = parseImports(r); err != nil {
 				return nil, fmt.Errorf("import section: %w", err)
 			}
+			for _, imp := range info.Imports {
+				if imp.Kind == KindFunc && imp.Type >= uint32(len(info.Types)) {
+					return nil, fmt.Errorf("import %s.%s: type index %d out of range", imp.Module, imp.Name, imp.Type)
+				}
+			}
+		case sectionFunction:
+			if info.Funcs, err = parseFuncs(r); err != nil {
+				return nil, fmt.Errorf("function section: %w", err)
+			}
+		case sectionStart:
+			info.HasStart = true
 		case sectionExport:
 			if info.Exports, err = parseExports(r); err != nil {
 				return nil, fmt.Errorf("export section: %w", err)
@@ -217,7 +289,7 @@ func parseImports(r *reader) ([]Import, error) {
 		imp.Kind = Kind(k)
 		switch imp.Kind {
 		case KindFunc:
-			_, err = r.u32()
+			imp.Type, err = r.u32()
 		case KindTable:
 			if _, err = r.byte(); err == nil {
 				err = r.limits()
@@ -256,12 +328,28 @@ func parseExports(r *reader) ([]Export, error) {
 			return nil, err
 		}
 		exp.Kind = Kind(k)
-		if _, err = r.u32(); err != nil {
+		if exp.Index, err = r.u32(); err != nil {
 			return nil, err
 		}
 		exports = append(exports, exp)
 	}
 	return exports, r.end()
+}
+
+func parseFuncs(r *reader) ([]uint32, error) {
+	n, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	funcs := make([]uint32, 0, min(n, 1<<16))
+	for range n {
+		idx, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		funcs = append(funcs, idx)
+	}
+	return funcs, r.end()
 }
 
 var errTruncated = errors.New("truncated")

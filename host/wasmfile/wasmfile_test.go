@@ -171,3 +171,34 @@ func TestReadCustomSectionAgreesWithCustomSection(t *testing.T) {
 		t.Error("a truncated module was accepted")
 	}
 }
+
+func TestParseSignatures(t *testing.T) {
+	info, err := Parse(testModule())
+	if err != nil {
+		t.Fatal(err)
+	}
+	voidI32 := FuncType{Results: []byte{0x7f}}
+	i32I32 := FuncType{Params: []byte{0x7f}, Results: []byte{0x7f}}
+	if len(info.Types) != 2 || !info.Types[0].Equal(voidI32) || !info.Types[1].Equal(i32I32) {
+		t.Fatalf("types = %+v", info.Types)
+	}
+	if info.Imports[0].Type != 1 || len(info.Funcs) != 3 || info.HasStart {
+		t.Fatalf("imports %+v, funcs %v, start %v", info.Imports, info.Funcs, info.HasStart)
+	}
+	e, ok := info.Export("double")
+	if !ok || e.Index != 2 {
+		t.Fatalf("export double = %+v, %v", e, ok)
+	}
+	// Index 0 is the import env.f, 2 the second defined function.
+	for idx, want := range map[uint32]FuncType{0: i32I32, 2: i32I32} {
+		if got, ok := info.FuncType(idx); !ok || !got.Equal(want) {
+			t.Errorf("FuncType(%d) = %+v, %v", idx, got, ok)
+		}
+	}
+	if _, ok := info.FuncType(4); ok {
+		t.Error("FuncType past the last function")
+	}
+	if _, ok := info.Export("missing"); ok {
+		t.Error("found a missing export")
+	}
+}
