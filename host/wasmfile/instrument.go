@@ -51,44 +51,38 @@ var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 13: 6, 6: 7, 7: 8,
 // the function-name map are renumbered. DWARF sections are dropped because
 // the rewritten code no longer matches them.
 func Instrument(bin []byte) ([]byte, error) {
+	// Parse first: what Instrument accepts, the host can read back.
+	info, err := Parse(bin)
+	if err != nil {
+		return nil, err
+	}
 	secs, err := sections(bin)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		importedFuncs, importedGlobals, definedGlobals uint32
-		types                                          []FuncType
-	)
-	for _, s := range secs {
-		r := &reader{b: bin[s.payload:s.end]}
-		switch s.id {
-		case sectionType:
-			if types, err = parseTypes(r); err != nil {
-				return nil, fmt.Errorf("type section: %w", err)
+	var importedFuncs, importedGlobals, definedGlobals uint32
+	types := info.Types
+	for _, imp := range info.Imports {
+		switch imp.Kind {
+		case KindFunc:
+			importedFuncs++
+			if imp.Module == YieldModule && imp.Name == YieldName {
+				return nil, errors.New("module already imports the yield function (instrumented twice?)")
 			}
-		case sectionImport:
-			imports, err := parseImports(r)
-			if err != nil {
-				return nil, fmt.Errorf("import section: %w", err)
-			}
-			for _, imp := range imports {
-				switch imp.Kind {
-				case KindFunc:
-					importedFuncs++
-					if imp.Module == YieldModule && imp.Name == YieldName {
-						return nil, errors.New("module already imports the yield function (instrumented twice?)")
-					}
-				case KindGlobal:
-					importedGlobals++
-				}
-			}
-		case sectionGlobal:
-			n, err := r.u32()
-			if err != nil {
-				return nil, fmt.Errorf("global section: %w", err)
-			}
-			definedGlobals = n
+		case KindGlobal:
+			importedGlobals++
 		}
+	}
+	for _, s := range secs {
+		if s.id != sectionGlobal {
+			continue
+		}
+		r := &reader{b: bin[s.payload:s.end]}
+		n, err := r.u32()
+		if err != nil {
+			return nil, fmt.Errorf("global section: %w", err)
+		}
+		definedGlobals = n
 	}
 	yieldType := []byte{0x60, 0x00, 0x01, 0x7f} // () -> i32
 	typeIdx := slices.IndexFunc(types, func(t FuncType) bool { return t.Equal(FuncType{Results: []byte{0x7f}}) })
