@@ -17,7 +17,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -152,83 +151,67 @@ func (s *server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *server) sync() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-
-	tools := s.reg.Tools()
-	var gone []string
-	for name := range s.tools {
-		if !slices.ContainsFunc(tools, func(t registry.Tool) bool { return t.Def.Name == name }) {
-			gone = append(gone, name)
-			delete(s.tools, name)
-		}
-	}
-	if len(gone) > 0 {
-		s.srv.RemoveTools(gone...)
-	}
-	for _, t := range tools {
-		if s.tools[t.Def.Name] != t.Def {
+	syncServed(s.tools, s.reg.Tools(),
+		func(t registry.Tool) (string, *abi.Tool) { return t.Def.Name, t.Def },
+		s.srv.RemoveTools,
+		func(t registry.Tool) bool {
 			s.srv.AddTool(toolOf(t.Def), s.callTool(t.Def.Name))
-			s.tools[t.Def.Name] = t.Def
-		}
-	}
-
-	resources := s.reg.Resources()
-	gone = gone[:0]
-	for uri := range s.resources {
-		if !slices.ContainsFunc(resources, func(r registry.Resource) bool { return r.Def.URI == uri }) {
-			gone = append(gone, uri)
-			delete(s.resources, uri)
-		}
-	}
-	if len(gone) > 0 {
-		s.srv.RemoveResources(gone...)
-	}
-	for _, r := range resources {
-		if s.resources[r.Def.URI] != r.Def {
+			return true
+		})
+	syncServed(s.resources, s.reg.Resources(),
+		func(r registry.Resource) (string, *abi.Resource) { return r.Def.URI, r.Def },
+		s.srv.RemoveResources,
+		func(r registry.Resource) bool {
 			s.srv.AddResource(&mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Title: r.Def.Title,
 				Description: r.Def.Description, MIMEType: r.Def.MIMEType, Size: derefSize(r.Def.Size)}, s.readResource)
-			s.resources[r.Def.URI] = r.Def
-		}
-	}
-
-	templates := s.reg.Templates()
-	gone = gone[:0]
-	for ut := range s.templates {
-		if !slices.ContainsFunc(templates, func(t registry.Template) bool { return t.Def.URITemplate == ut }) {
-			gone = append(gone, ut)
-			delete(s.templates, ut)
-		}
-	}
-	if len(gone) > 0 {
-		s.srv.RemoveResourceTemplates(gone...)
-	}
-	for _, t := range templates {
-		if s.templates[t.Def.URITemplate] == t.Def {
-			continue
-		}
-		if _, err := uritemplate.New(t.Def.URITemplate); err != nil {
-			s.log.Error("resource template not served: invalid URI template", "plugin", t.Plugin.Name(), "uriTemplate", t.Def.URITemplate, "err", err)
-			continue
-		}
-		s.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: t.Def.URITemplate, Name: t.Def.Name, Title: t.Def.Title,
-			Description: t.Def.Description, MIMEType: t.Def.MIMEType}, s.readTemplate(t.Def.URITemplate))
-		s.templates[t.Def.URITemplate] = t.Def
-	}
-
-	prompts := s.reg.Prompts()
-	gone = gone[:0]
-	for name := range s.prompts {
-		if !slices.ContainsFunc(prompts, func(p registry.Prompt) bool { return p.Def.Name == name }) {
-			gone = append(gone, name)
-			delete(s.prompts, name)
-		}
-	}
-	if len(gone) > 0 {
-		s.srv.RemovePrompts(gone...)
-	}
-	for _, p := range prompts {
-		if s.prompts[p.Def.Name] != p.Def {
+			return true
+		})
+	syncServed(s.templates, s.reg.Templates(),
+		func(t registry.Template) (string, *abi.ResourceTemplate) { return t.Def.URITemplate, t.Def },
+		s.srv.RemoveResourceTemplates,
+		func(t registry.Template) bool {
+			if _, err := uritemplate.New(t.Def.URITemplate); err != nil {
+				s.log.Error("resource template not served: invalid URI template", "plugin", t.Plugin.Name(), "uriTemplate", t.Def.URITemplate, "err", err)
+				return false
+			}
+			s.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: t.Def.URITemplate, Name: t.Def.Name, Title: t.Def.Title,
+				Description: t.Def.Description, MIMEType: t.Def.MIMEType}, s.readTemplate(t.Def.URITemplate))
+			return true
+		})
+	syncServed(s.prompts, s.reg.Prompts(),
+		func(p registry.Prompt) (string, *abi.Prompt) { return p.Def.Name, p.Def },
+		s.srv.RemovePrompts,
+		func(p registry.Prompt) bool {
 			s.srv.AddPrompt(promptOf(p.Def), s.getPrompt)
-			s.prompts[p.Def.Name] = p.Def
+			return true
+		})
+}
+
+// syncServed makes served (key → definition) equal to want: the keys no
+// longer wanted are removed in one call, and entries whose definition is
+// new or changed are added (add returns false to leave one out). Keys and
+// definitions come from entry.
+func syncServed[D comparable, E any](served map[string]D, want []E, entry func(E) (string, D),
+	remove func(...string), add func(E) bool) {
+	wanted := make(map[string]bool, len(want))
+	for _, e := range want {
+		k, _ := entry(e)
+		wanted[k] = true
+	}
+	var gone []string
+	for k := range served {
+		if !wanted[k] {
+			gone = append(gone, k)
+			delete(served, k)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+	}
+	for _, e := range want {
+		k, d := entry(e)
+		if served[k] != d && add(e) {
+			served[k] = d
 		}
 	}
 }
