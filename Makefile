@@ -2,12 +2,14 @@
 #
 #   make build   bin/plugboard and one dist/plugins/NAME.wasm per folder of plugins/
 #   make demo    build, inspect a plugin, then watch an agent drive the task tools over MCP
-#   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow)
+#   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow; the client
+#                matrix in conformance/clients installs its pinned Node clients with npm)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck
 #   make bench   benchmarks in bench/ and host/board/..., output also in dist/bench.txt
 #   make clean   remove bin/ and dist/
 #
-# Only Go is needed; everything else is fetched through the module proxy.
+# Go and git are needed (Go modules come through the module proxy); make test and
+# make conformance-mcp also need npm, which installs pinned Node.js packages into .cache/.
 
 GO        ?= go
 GOROOT_BIN := $(shell $(GO) env GOROOT)/bin

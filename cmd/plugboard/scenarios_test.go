@@ -1004,6 +1004,9 @@ func TestConcurrentCreateTaskExactlyOnce(t *testing.T) {
 					return
 				}
 				b, _ := json.Marshal(res.StructuredContent)
+				if res.IsError {
+					b = []byte(text(res))
+				}
 				var out struct {
 					TaskID string `json:"task_id"`
 					Code   string `json:"code"`

@@ -92,6 +92,17 @@ func tools() {
 		}
 		return text("Tool with progress executed successfully")
 	})
+	// Beyond the suite: a call long enough to cancel (plugboard's client
+	// matrix cancels it at its first progress and expects the host to
+	// report it cancelled, not finished).
+	tool("test_slow_progress", "Reports progress every 50 ms for 10 s.", func(c *sdk.Call, _ none) (*sdk.Result, error) {
+		const steps = 200
+		for i := range steps {
+			c.Progress(float64(i), steps, fmt.Sprintf("step %d of %d", i, steps))
+			time.Sleep(50 * time.Millisecond)
+		}
+		return text("Slow progress finished")
+	})
 	tool("test_error_handling", "Always fails.", func(*sdk.Call, none) (*sdk.Result, error) {
 		return nil, sdk.Fail(abi.CodeToolError, "This tool intentionally returns an error for testing", "")
 	})

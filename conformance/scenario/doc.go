@@ -74,8 +74,9 @@
 // EXPECT: {"ok": bool, "error_code": CODE, "hint_contains": [TEXT],
 // "fields": [CHECK]}. A success is validated against the tool's outputSchema
 // from tools/list (always, also while waiting). An expected error must be
-// an envelope (isError, structuredContent with code, message, hint); the
-// fields then apply to the envelope (e.g. "details.field").
+// an envelope (isError, its text the JSON of code, message, hint; never
+// structuredContent that fails the outputSchema); the fields then apply to
+// the envelope (e.g. "details.field").
 //
 // CHECK: {"path": PATH, "each": bool, OP: ARG, ...}; every op must hold.
 // Ops: equals, not_equals, one_of [..], exists bool, type (string, number,

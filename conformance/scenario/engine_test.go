@@ -215,24 +215,27 @@ type fake struct {
 	fn    func(n int64, tool string, args map[string]any) (*mcp.CallToolResult, error)
 }
 
-func (f *fake) callTool(_ context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+func (f *fake) CallTool(_ context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
 	return f.fn(f.calls.Add(1), tool, args)
 }
 
-func (f *fake) listTools(context.Context) ([]*mcp.Tool, error) { return f.tools, nil }
+func (f *fake) ListTools(context.Context) ([]*mcp.Tool, error) { return f.tools, nil }
+
+func (f *fake) Close() error { return nil }
 
 func result(structured any) *mcp.CallToolResult {
 	b, _ := json.Marshal(structured)
 	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
+// envelope is an error result as plugboard answers it: the envelope as the
+// text, no structuredContent.
 func envelope(code, hint string) *mcp.CallToolResult {
-	r := result(map[string]any{"code": code, "message": code + " happened", "retryable": true, "hint": hint})
-	r.IsError = true
-	return r
+	b, _ := json.Marshal(map[string]any{"code": code, "message": code + " happened", "retryable": true, "hint": hint})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func testRunner(c caller) *runner {
+func testRunner(c Client) *runner {
 	r := &runner{c: c, setup: merged(Setup{}, Setup{TimeoutMS: 400, IntervalMS: 10}), vars: newVars()}
 	return r
 }
@@ -413,6 +416,22 @@ func TestOutputSchemaAndTools(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "no action") || strings.Contains(err.Error(), "regex") || strings.Contains(err.Error(), "by_name") {
 		t.Errorf("tools step reports checks that hold: %v", err)
+	}
+	// An envelope in structuredContent that fails the outputSchema is lost
+	// in clients that check it on isError too: the engine fails it.
+	f.fn = func(n int64, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+		res := envelope("not_found", "call list_things")
+		if tool == "bad" {
+			res.StructuredContent = map[string]any{"code": "not_found", "message": "m", "retryable": false, "hint": "h"}
+		}
+		return res, nil
+	}
+	if err := r.run(context.Background(), steps(t, `[{"call": "good", "expect": {"error_code": "not_found"}}]`)); err != nil {
+		t.Errorf("an envelope as text: %v", err)
+	}
+	err = r.run(context.Background(), steps(t, `[{"call": "bad", "expect": {"error_code": "not_found"}}]`))
+	if err == nil || !strings.Contains(err.Error(), "an error result carries structuredContent that fails bad's outputSchema") {
+		t.Errorf("an envelope in structuredContent: %v", err)
 	}
 	err = r.run(context.Background(), steps(t, `[{"tools": {"select": ["good", "get_context"]}}]`))
 	if err == nil || !strings.Contains(err.Error(), "tools/list lacks get_context (it lists bad, good)") {

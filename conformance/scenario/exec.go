@@ -16,15 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// caller is the MCP client side a scenario runs against.
-type caller interface {
-	callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error)
-	listTools(ctx context.Context) ([]*mcp.Tool, error)
-}
-
 // runner executes one scenario's steps against a caller.
 type runner struct {
-	c       caller
+	c       Client
 	setup   Setup // merged, defaults filled in
 	vars    *vars
 	outputs map[string]*jsonschema.Resolved // outputSchema per tool
@@ -253,7 +247,7 @@ func (r *runner) waitFor(ctx context.Context, st Step, args map[string]any) (out
 func (r *runner) call(ctx context.Context, tool string, args map[string]any) (outcome, error) {
 	cctx, cancel := context.WithTimeout(ctx, ms(0, r.setup.CallTimeoutMS))
 	defer cancel()
-	res, err := r.c.callTool(cctx, tool, args)
+	res, err := r.c.CallTool(cctx, tool, args)
 	if err != nil {
 		msg := fmt.Sprintf("protocol error (no tool result): %v", err)
 		if ctx.Err() == nil && cctx.Err() != nil {
@@ -282,6 +276,16 @@ func (r *runner) call(ctx context.Context, tool string, args map[string]any) (ou
 		}
 	} else if err := json.Unmarshal([]byte(o.text), &o.doc); err != nil {
 		o.doc = o.text
+	}
+	if o.isError && res.StructuredContent != nil {
+		// The outputSchema describes successes; a client that checks
+		// structuredContent against it on isError too (the TypeScript SDK)
+		// would throw the envelope away.
+		if s := r.outputs[tool]; s != nil {
+			if err := s.Validate(o.doc); err != nil {
+				return o, fmt.Errorf("an error result carries structuredContent that fails %s's outputSchema (clients that check it lose the envelope): %v; result: %s", tool, err, short(o.doc, 500))
+			}
+		}
 	}
 	if !o.isError {
 		if s := r.outputs[tool]; s != nil {
@@ -317,7 +321,7 @@ func (r *runner) capture(caps map[string]string, doc any) error {
 func (r *runner) toolsStep(ctx context.Context, st Step) error {
 	lctx, cancel := context.WithTimeout(ctx, ms(0, r.setup.CallTimeoutMS))
 	defer cancel()
-	list, err := r.c.listTools(lctx)
+	list, err := r.c.ListTools(lctx)
 	if err != nil {
 		return fmt.Errorf("tools/list: %v", err)
 	}
@@ -496,7 +500,7 @@ func resolveSchema(raw any) (*jsonschema.Resolved, error) {
 func (r *runner) loadTools(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, ms(0, r.setup.CallTimeoutMS))
 	defer cancel()
-	list, err := r.c.listTools(lctx)
+	list, err := r.c.ListTools(lctx)
 	if err != nil {
 		return fmt.Errorf("tools/list: %v", err)
 	}

@@ -518,6 +518,9 @@ func (e *Expect) eval(o outcome, vs *vars) error {
 		if m, _ := env["message"].(string); strings.TrimSpace(m) == "" {
 			return fmt.Errorf("error %s has no message", code)
 		}
+		if _, ok := env["retryable"].(bool); !ok {
+			return fmt.Errorf("error %s has no boolean retryable", code)
+		}
 		hint, _ := env["hint"].(string)
 		if strings.TrimSpace(hint) == "" {
 			return fmt.Errorf("error %s has no hint: an expected failure must name the next step", code)

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/board/store"
 )
@@ -42,6 +40,11 @@ type Options struct {
 	// Keep keeps the temporary directory (board, repository, server log)
 	// of each scenario that does not pass, and names it in its message.
 	Keep bool
+	// Client connects the MCP client the scenarios run through; nil is
+	// GoSDK.
+	Client Connector
+	// Transport is TransportStdio ("" too) or TransportHTTP.
+	Transport string
 }
 
 // Report is the outcome of a run.
@@ -200,7 +203,18 @@ func Run(ctx context.Context, packPath string, opts Options) (Report, error) {
 	if parallel <= 0 {
 		parallel = 2
 	}
-	env := &environment{binary: opts.Binary, plugins: dirs, cache: cache, root: root, keep: opts.Keep}
+	switch opts.Transport {
+	case "", TransportStdio:
+		opts.Transport = TransportStdio
+	case TransportHTTP:
+	default:
+		return rep, fmt.Errorf("transport %q: want %s or %s", opts.Transport, TransportStdio, TransportHTTP)
+	}
+	if opts.Client == nil {
+		opts.Client = GoSDK
+	}
+	env := &environment{binary: opts.Binary, plugins: dirs, cache: cache, root: root, keep: opts.Keep,
+		client: opts.Client, transport: opts.Transport}
 	rep.Results = make([]Result, len(scenarios))
 	// Workers take the scenarios in pack order.
 	var (
@@ -246,11 +260,13 @@ func progressLine(r Result) string {
 
 // environment is what every scenario of a run shares.
 type environment struct {
-	binary  string
-	plugins []string
-	cache   string
-	root    string
-	keep    bool
+	binary    string
+	plugins   []string
+	cache     string
+	root      string
+	keep      bool
+	client    Connector
+	transport string
 }
 
 // setupError marks a failure to set a scenario up (status error).
@@ -331,15 +347,15 @@ func (env *environment) scenario(ctx context.Context, setup Setup, sc Scenario, 
 	if attemptID != "" && setup.Attempt.Context {
 		args = append(args, "--attempt", attemptID)
 	}
-	srv, err := startServer(ctx, env.binary, args, dir)
+	conn, err := env.connect(ctx, args, dir)
 	if err != nil {
 		return &setupError{err}
 	}
 	defer func() {
 		r.openGates()
-		srv.close()
+		conn.close()
 	}()
-	r.c, r.logTail = srv, srv.log.tail
+	r.c, r.logTail = conn, conn.log.tail
 	if err := r.loadTools(ctx); err != nil {
 		return err
 	}
@@ -433,54 +449,6 @@ func makeBoard(ctx context.Context, data, repo string, setup Setup, vs *vars) (s
 	vs.set("task_id", task.ID)
 	vs.set("attempt_id", a.ID)
 	return a.ID, nil
-}
-
-// server is a `plugboard serve` child process and its MCP client session.
-type server struct {
-	session *mcp.ClientSession
-	log     *tailWriter
-	file    *os.File
-}
-
-func startServer(ctx context.Context, binary string, args []string, dir string) (*server, error) {
-	f, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		return nil, err
-	}
-	s := &server{log: &tailWriter{w: f, max: 16 << 10}, file: f}
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	cmd.Env = cleanEnv()
-	cmd.Stderr = s.log
-	client := mcp.NewClient(&mcp.Implementation{Name: "plugboard-conformance", Version: "1"}, nil)
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	s.session, err = client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 3 * time.Second}, nil)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s %s: %v\nserver log:\n%s", binary, strings.Join(args, " "), err, s.log.tail())
-	}
-	return s, nil
-}
-
-func (s *server) callTool(ctx context.Context, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	return s.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-}
-
-func (s *server) listTools(ctx context.Context) ([]*mcp.Tool, error) {
-	var out []*mcp.Tool
-	for t, err := range s.session.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-func (s *server) close() {
-	s.session.Close()
-	s.file.Close()
 }
 
 // tailWriter writes through to w and keeps the last max bytes.

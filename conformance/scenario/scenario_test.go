@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/plugboard/plugboard/build/buildtest"
 )
@@ -34,26 +33,9 @@ func liveOptions(t *testing.T) Options {
 	return Options{Binary: buildtest.Binary(t), PluginDirs: []string{dir}, CacheDir: sharedCache()}
 }
 
-// TestFirstPartyPack: the first-party pack passes against the first-party
-// plugins.
-func TestFirstPartyPack(t *testing.T) {
-	opts := liveOptions(t)
-	var progress bytes.Buffer
-	opts.Stderr = &progress
-	rep, err := Run(context.Background(), filepath.Join("..", "scenarios", "first-party.json"), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d scenarios in %s\n%s", len(rep.Results), rep.Duration.Round(time.Millisecond), progress.String())
-	if rep.Failed > 0 || rep.Passed != len(rep.Results) {
-		var b strings.Builder
-		WriteText(&b, rep, "first-party.json")
-		t.Fatalf("the first-party pack does not pass:\n%s", b.String())
-	}
-	if len(rep.Results) < 37 {
-		t.Errorf("%d scenarios, want every spec scenario, the parallel create_task and the closed loop", len(rep.Results))
-	}
-}
+// The first-party pack itself runs through every client of the matrix
+// (go-sdk, TypeScript SDK, MCP Inspector; stdio and HTTP) in
+// conformance/clients.
 
 // wrongPack expects what the first-party plugins do not do.
 const wrongPack = `{

@@ -2,8 +2,8 @@
 // it lists the registry's tools, resources, resource templates and prompts,
 // hands each tools/call, resources/read, prompts/get and completion/complete
 // to the dispatcher, and maps its answers onto MCP results (a tool's
-// structuredContent plus its content items; isError with the envelope for
-// failures; JSON-RPC errors carrying the envelope for the other methods). It
+// structuredContent plus its content items; isError with the envelope as
+// JSON text for failures; JSON-RPC errors carrying the envelope for the other methods). It
 // owns transport concerns only — capabilities, progress tokens, log
 // notifications, sampling and elicitation requests to the client,
 // cancellation, and keeping the served lists equal to the registry's as
@@ -404,13 +404,18 @@ func rpcError(env *abi.Envelope) error {
 	return &jsonrpc.Error{Code: code, Message: env.Code + ": " + env.Message, Data: data}
 }
 
-// ToCallToolResult maps a dispatcher result onto MCP's result type.
+// ToCallToolResult maps a dispatcher result onto MCP's result type. An
+// error result carries its envelope as the compact JSON text of its one
+// content item and never as structuredContent: a tool's outputSchema
+// describes its successes, and clients that check structuredContent against
+// it also on isError (the TypeScript SDK's Client.callTool, MCP Inspector)
+// would throw the envelope away (docs/DECISIONS.md).
 func ToCallToolResult(r *dispatch.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError(), Content: make([]mcp.Content, 0, len(r.Content))}
 	for i := range r.Content {
 		out.Content = append(out.Content, contentOf(&r.Content[i]))
 	}
-	if len(r.Structured) > 0 {
+	if len(r.Structured) > 0 && !r.IsError() {
 		out.StructuredContent = json.RawMessage(r.Structured)
 	}
 	return out

@@ -1,0 +1,221 @@
+package clients
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/conformance/scenario"
+)
+
+// firstPartyPlugins are the plugins the first-party pack runs against.
+var firstPartyPlugins = []string{"plugins/tasks-read", "plugins/tasks-write", "plugins/tasks-control",
+	"plugins/tasks-workspace", "plugins/echo", "plugins/textdiff"}
+
+// inspectorScenarios are the pack's scenarios MCP Inspector's CLI runs: one
+// process per call makes it slow, so it runs every scenario that checks an
+// error code plus discovery and the closed loop, not the whole pack.
+const inspectorScenarios = `^(tools-are-discoverable|reject-dual-targeting|reject-mixed-pagination-modes|` +
+	`missing-session-yields-actionable-hint|request-id-reuse-with-different-payload-is-rejected|` +
+	`follow-up-send-requires-prompt-by-schema|unknown-id-is-not-found|closed-loop)$`
+
+// inspectorStdioScenarios are those of inspectorScenarios that hold when
+// every call is its own server process: an attempt started by one call ends
+// with that call's server, so the scenarios that need a live process are
+// left to HTTP.
+const inspectorStdioScenarios = `^(tools-are-discoverable|reject-mixed-pagination-modes|` +
+	`request-id-reuse-with-different-payload-is-rejected|follow-up-send-requires-prompt-by-schema|unknown-id-is-not-found)$`
+
+type matrixClient struct {
+	name    string
+	connect func(ctx context.Context, ep scenario.Endpoint) (Client, error)
+	filter  map[string]string // transport → scenarios to run ("" for all)
+}
+
+// TestClientMatrix drives the real binary with each client over each
+// transport: the first-party scenario pack (tools/list, every error code of
+// the spec's scenarios arriving as an isError envelope the client hands
+// over, the guide's closed loop), then progress, cancellation, resources
+// and prompts from a plugin. It fails when any client loses an envelope.
+func TestClientMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs Node.js clients, builds the binary and the plugins, runs servers")
+	}
+	ctx := context.Background()
+	root := buildtest.Root(t)
+	dir, err := Install(ctx, root)
+	if err != nil {
+		t.Fatalf("%v\n(the client matrix needs npm and the npm registry; conformance/clients/install.sh installs the pinned clients)", err)
+	}
+	bin := buildtest.Binary(t)
+	plugins, _ := buildtest.Plugins(t, firstPartyPlugins...)
+	fixture, _ := buildtest.Plugins(t, "conformance/mcpfixture")
+	cache := filepath.Join(os.TempDir(), "plugboard-client-matrix-compiled")
+	pack := filepath.Join(root, "conformance", "scenarios", "first-party.json")
+
+	clients := []matrixClient{
+		{name: "go-sdk", connect: ConnectGoSDK},
+		{name: "typescript", connect: func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
+			return ConnectTypeScript(ctx, dir, ep)
+		}},
+		{name: "inspector", connect: func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
+			return ConnectInspector(ctx, dir, ep)
+		}, filter: map[string]string{scenario.TransportHTTP: inspectorScenarios, scenario.TransportStdio: inspectorStdioScenarios}},
+	}
+	for _, c := range clients {
+		for _, transport := range []string{scenario.TransportStdio, scenario.TransportHTTP} {
+			t.Run(c.name+"/"+transport, func(t *testing.T) {
+				connect := func(ctx context.Context, ep scenario.Endpoint) (scenario.Client, error) { return c.connect(ctx, ep) }
+				runPack(t, pack, scenario.Options{Binary: bin, PluginDirs: []string{plugins}, CacheDir: cache,
+					Client: connect, Transport: transport, Filter: c.filter[transport]})
+				checkFeatures(t, c, transport, bin, fixture, cache)
+			})
+		}
+	}
+}
+
+func runPack(t *testing.T, pack string, opts scenario.Options) {
+	t.Helper()
+	var progress bytes.Buffer
+	opts.Stderr = &progress
+	rep, err := scenario.Run(context.Background(), pack, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d scenarios in %s\n%s", len(rep.Results), rep.Duration.Round(time.Millisecond), progress.String())
+	if rep.Failed > 0 || rep.Passed != len(rep.Results) || rep.Passed == 0 {
+		var b strings.Builder
+		scenario.WriteText(&b, rep, filepath.Base(pack))
+		t.Fatalf("the first-party pack does not pass through this client:\n%s", b.String())
+	}
+	if opts.Filter == "" && len(rep.Results) < 38 {
+		t.Errorf("%d scenarios, want every spec scenario, the parallel create_task, not_found and the closed loop", len(rep.Results))
+	}
+}
+
+// syncBuffer is a server log written by the server's reader while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// checkFeatures serves the MCP fixture plugin and checks progress,
+// cancellation, resources and prompts through the client.
+func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	work := t.TempDir()
+	data := filepath.Join(work, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cache, filepath.Join(data, "compiled")); err != nil {
+		t.Fatal(err)
+	}
+	log := &syncBuffer{}
+	args := []string{"serve", "--data", data, "--plugins", fixture, "--log-level", "info"}
+	ep := scenario.Endpoint{Binary: bin, Args: args, Dir: work, Env: os.Environ(), Stderr: log}
+	if transport == scenario.TransportHTTP {
+		srv, err := scenario.ServeHTTP(ctx, bin, args, work, ep.Env, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		ep.URL = srv.URL
+	}
+	client, err := c.connect(ctx, ep)
+	if err != nil {
+		t.Fatalf("connect: %v\nserver log:\n%s", err, log.String())
+	}
+	defer client.Close()
+	failf := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf(format+"\nserver log (last lines):\n%s", append(args, lastLines(log.String(), 15))...)
+	}
+
+	// Resources and prompts from a plugin.
+	resources, err := client.ListResources(ctx)
+	if err != nil || !slices.ContainsFunc(resources, func(r *mcp.Resource) bool { return r.URI == "test://static-text" }) {
+		failf("resources/list: %v, %d resources, want test://static-text", err, len(resources))
+	}
+	read, err := client.ReadResource(ctx, "test://static-text")
+	if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "static") {
+		failf("resources/read test://static-text: %v %+v", err, read)
+	}
+	prompts, err := client.ListPrompts(ctx)
+	if err != nil || !slices.ContainsFunc(prompts, func(p *mcp.Prompt) bool { return p.Name == "test_prompt_with_arguments" }) {
+		failf("prompts/list: %v, %d prompts, want test_prompt_with_arguments", err, len(prompts))
+	}
+	got, err := client.GetPrompt(ctx, "test_prompt_with_arguments", map[string]string{"arg1": "alpha", "arg2": "beta"})
+	if err != nil || len(got.Messages) != 1 {
+		failf("prompts/get: %v %+v", err, got)
+	} else if tc, ok := got.Messages[0].Content.(*mcp.TextContent); !ok || !strings.Contains(tc.Text, "arg1='alpha'") {
+		failf("prompts/get: message %+v does not hold the arguments", got.Messages[0].Content)
+	}
+
+	// A plugin's plain-text error reaches the client as an envelope.
+	res, err := client.CallTool(ctx, "test_error_handling", map[string]any{})
+	if err != nil || !res.IsError || len(res.Content) == 0 {
+		failf("test_error_handling: %v %+v", err, res)
+	} else if tc, ok := res.Content[0].(*mcp.TextContent); !ok || !strings.Contains(tc.Text, `"code":"tool_error"`) || !strings.Contains(tc.Text, `"retryable":false`) {
+		failf("test_error_handling: the error is not an envelope: %+v", res.Content[0])
+	}
+
+	// Progress.
+	res, progress, err := client.CallWithProgress(ctx, "test_tool_with_progress", map[string]any{})
+	switch {
+	case errors.Is(err, ErrUnsupported):
+		t.Logf("progress: %v", err)
+	case err != nil || res.IsError:
+		failf("test_tool_with_progress: %v %+v", err, res)
+	case len(progress) != 3 || progress[2].Progress != 100 || progress[2].Total != 100:
+		failf("test_tool_with_progress: progress notifications %+v, want 0, 50 and 100 of 100", progress)
+	}
+
+	// Cancellation: cancelled at its first progress, the call ends on the
+	// server as cancelled long before its 10 s are up.
+	start := time.Now()
+	progress, err = client.CancelAtFirstProgress(ctx, "test_slow_progress", map[string]any{})
+	switch {
+	case errors.Is(err, ErrUnsupported):
+		t.Logf("cancellation: %v", err)
+	case err == nil:
+		failf("test_slow_progress: the call answered although it was cancelled (%d progress)", len(progress))
+	case len(progress) == 0:
+		failf("test_slow_progress: cancelled before any progress: %v", err)
+	default:
+		for !strings.Contains(log.String(), "tool=test_slow_progress code=cancelled") {
+			if time.Since(start) > 8*time.Second {
+				failf("test_slow_progress: the server did not report the call cancelled within 8 s (client: %v)", err)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
