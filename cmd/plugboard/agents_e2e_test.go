@@ -26,8 +26,8 @@ import (
 // POST /mcp/execute runs calls for the token's agent.
 
 const (
-	bossToken   = "boss-token-0123456789abcdef"
-	workerToken = "worker-token-0123456789abcdef"
+	bossToken   = "boss-token-0123456789abcdef0123456789"
+	workerToken = "worker-token-0123456789abcdef0123456789"
 )
 
 func agentsFile(t *testing.T) string {
@@ -132,7 +132,7 @@ func TestAgentFlagErrors(t *testing.T) {
 
 func TestAgentHTTPToolsList(t *testing.T) {
 	dir := agentPlugins(t)
-	s := startHTTPServer(t, dir, httpEnv(), "--agents", agentsFile(t), "--http-token", "local-token-0123456789abcdef")
+	s := startHTTPServer(t, dir, httpEnv(), "--agents", agentsFile(t), "--http-token", "local-token-0123456789abcdef0123456789")
 	boss, _, err := connectHTTP(t, s.url, bossToken)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestAgentHTTPToolsList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _, err := connectHTTP(t, s.url, "local-token-0123456789abcdef")
+	local, _, err := connectHTTP(t, s.url, "local-token-0123456789abcdef0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,12 +42,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *limit < 1 || *limit > 1000 {
 		return usageError("--limit %d: want 1 to 1000", *limit)
 	}
-	data := c.data
-	if data == "" {
-		var err error
-		if data, err = defaultDataDir(); err != nil {
-			return err
-		}
+	data, err := dataDir(c.data)
+	if err != nil {
+		return err
 	}
 	path := filepath.Join(data, "board.db")
 	if _, err := os.Stat(path); err != nil {

@@ -146,12 +146,12 @@ func (c *boardCmd) open(ctx context.Context) (*board.Board, error) {
 		return nil, usageError("--log-level: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
-	data := c.data
-	if data == "" {
-		var err error
-		if data, err = defaultDataDir(); err != nil {
-			return nil, err
-		}
+	if err := c.agentEnvConfig().Validate(); err != nil {
+		return nil, usageError("%v", err)
+	}
+	data, err := dataDir(c.data)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -266,7 +266,8 @@ func cmdProjectCreate(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	defer b.Close()
 	p, err := b.CreateProject(ctx, c.fs.Arg(0), specs)
-	if errors.Is(err, store.ErrExists) {
+	// Only the project's own name: a repo name clash is an ErrExists too.
+	if errors.Is(err, store.ErrProjectExists) {
 		err = abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("a project named %q exists", strings.TrimSpace(c.fs.Arg(0))),
 			"pick another name, or add repos to it with `plugboard repo add`")
 	}

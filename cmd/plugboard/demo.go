@@ -426,7 +426,7 @@ func (d *demo) loop(ctx context.Context) error {
 	}
 	d.answer("attempt_id=%s  workspace_branch=%s", short(d.attemptID), orDash(str(started, "workspace_branch")))
 	for _, r := range list(started, "repos") {
-		d.more("repo %q: a git worktree on that branch, from %s at %s", str(r, "repo_name"),
+		d.more("repo %q: a clone of the repository on that branch, from %s at %s", str(r, "repo_name"),
 			orDash(str(r, "target_branch")), orDash(clip(str(r, "base_commit"), 8)))
 	}
 

@@ -40,6 +40,7 @@ type hostFlags struct {
 	agents, agent string
 	pol           *policy.Policy
 	boardFlags
+	audit auditFlags
 }
 
 // boardFlags configure the task board; the board commands share them.
@@ -48,17 +49,27 @@ type boardFlags struct {
 	guard     string
 	grants    string
 	attempt   string
+	// agentEnv and agentEnvDrop adjust the environment of attempt
+	// processes (board.AgentEnv).
+	agentEnv, agentEnvDrop stringList
 }
 
 func (b *boardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.executors, "executors", "", "JSON file of executor profiles adding to or replacing the built-in ones")
 	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
+	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see README \"Executors\")")
+	fs.Var(&b.agentEnvDrop, "agent-env-drop", "keep variables matching the glob PATTERN from attempt processes (repeatable; PLUGBOARD_* never reach them)")
+}
+
+// agentEnvConfig is what --agent-env and --agent-env-drop say.
+func (b *boardFlags) agentEnvConfig() board.AgentEnv {
+	return board.AgentEnv{Set: b.agentEnv, Drop: b.agentEnvDrop}
 }
 
 // openBoard opens the task board in data.
 func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*board.Board, error) {
 	return board.Open(ctx, board.Config{DataDir: data, ExecutorsFile: b.executors, Guard: b.guard,
-		ContextAttemptID: b.attempt, Logger: log})
+		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(), Logger: log})
 }
 
 type stringList []string
@@ -78,6 +89,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.agent, "agent", "", "serve as this agent of --agents (stdio, and HTTP requests without a token); default: the local identity with SUPERVISOR rights")
 	fs.StringVar(&h.attempt, "attempt", os.Getenv("PLUGBOARD_ATTEMPT_ID"), "attempt this server runs inside, for get_context (default: $PLUGBOARD_ATTEMPT_ID, else the attempt whose worktree holds the working directory)")
 	h.boardFlags.register(fs)
+	h.audit.register(fs)
 }
 
 // policy loads the agents file once and checks --agent against it.
@@ -110,6 +122,24 @@ func (h *hostFlags) caller() *abi.Caller {
 		}
 	}
 	return policy.Local()
+}
+
+// dataDir is the --data value, else defaultDataDir, made absolute: the board
+// hands it to attempts (PLUGBOARD_DATA), which run in their worktrees, where
+// a relative path would name a new board.
+func dataDir(flagValue string) (string, error) {
+	data := flagValue
+	if data == "" {
+		var err error
+		if data, err = defaultDataDir(); err != nil {
+			return "", err
+		}
+	}
+	abs, err := filepath.Abs(data)
+	if err != nil {
+		return "", fmt.Errorf("data directory %s: %w", data, err)
+	}
+	return abs, nil
 }
 
 // defaultDataDir is $PLUGBOARD_DATA, else $XDG_DATA_HOME/plugboard, else
@@ -161,11 +191,14 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := h.data
-	if data == "" {
-		if data, err = defaultDataDir(); err != nil {
-			return nil, err
-		}
+	// A malformed --agent-env is the operator's to fix now, not a board
+	// that fails to open in the background.
+	if err := h.agentEnvConfig().Validate(); err != nil {
+		return nil, usageError("%v", err)
+	}
+	data, err := dataDir(h.data)
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -203,7 +236,7 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	// The decision log (every call, and log_decision) and the mail system
 	// (mail tools, and escalations of calls that failed for good) keep
 	// their records in the board's store.
-	decisions := audit.New(bh.store, log)
+	decisions := audit.NewWithOptions(bh.store, log, h.audit.options())
 	var directory mail.Agents
 	if h.agents != "" {
 		directory = mail.FromPolicy(pol)
@@ -216,7 +249,10 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 			log.Error("task board unavailable; board operations will fail", "data", data, "err", bh.err)
 			return
 		}
-		bh.api = boardapi.New(bh.b, log, boardapi.WithMail(mailSvc), boardapi.WithDecisions(decisions))
+		// Each caller reaches only the board work its scope holds (a
+		// WORKER its own task or attempt).
+		bh.api = boardapi.New(bh.b, log, boardapi.WithMail(mailSvc), boardapi.WithDecisions(decisions),
+			boardapi.WithScopes(pol.Scope))
 	}()
 	engine, err := runtime.New(ctx, runtime.Config{
 		CacheDir:         filepath.Join(data, "compiled"),

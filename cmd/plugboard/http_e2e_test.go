@@ -174,7 +174,7 @@ func TestHTTPEndToEnd(t *testing.T) {
 		t.Skip("builds plugins and the binary")
 	}
 	dir, _ := buildtest.Plugins(t, "plugins/echo", "plugins/textdiff", "testdata/plugins/loop", "testdata/plugins/sleepy")
-	const token = "e2e-token-0123456789abcdef"
+	const token = "e2e-token-0123456789abcdef0123456789"
 	srv := startHTTPServer(t, dir, httpEnv(), "--http-token", token, "--call-timeout", "5s")
 	ctx := context.Background()
 	session, progress, err := connectHTTP(t, srv.url, token)
@@ -447,7 +447,7 @@ func TestHTTPNonLoopbackWithTokenFile(t *testing.T) {
 	}
 	dir, _ := buildtest.Plugins(t, "plugins/echo")
 	file := filepath.Join(t.TempDir(), "token")
-	const token = "file-token-0123456789abcdef"
+	const token = "file-token-0123456789abcdef0123456789"
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +481,7 @@ func TestHTTPGracefulShutdown(t *testing.T) {
 		t.Skip("builds plugins and the binary")
 	}
 	dir, _ := buildtest.Plugins(t, "testdata/plugins/sleepy")
-	const token = "env-token-0123456789abcdef"
+	const token = "env-token-0123456789abcdef0123456789"
 	srv := startHTTPServer(t, dir, httpEnv(envHTTPToken+"="+token))
 	session, _, err := connectHTTP(t, srv.url, token)
 	if err != nil {
@@ -543,13 +543,13 @@ func TestHTTPTokenResolution(t *testing.T) {
 		{httpFlags{tokenFile: file}, "from-file"},
 		{httpFlags{}, "from-env"},
 	} {
-		got, err := c.flags.resolveToken()
+		got, _, err := c.flags.resolveToken()
 		if err != nil || got != c.want {
 			t.Errorf("%+v: %q %v, want %q", c.flags, got, err, c.want)
 		}
 	}
 	t.Setenv(envHTTPToken, "")
-	if got, err := (&httpFlags{}).resolveToken(); err != nil || got != "" {
+	if got, _, err := (&httpFlags{}).resolveToken(); err != nil || got != "" {
 		t.Errorf("no token anywhere: %q %v", got, err)
 	}
 }

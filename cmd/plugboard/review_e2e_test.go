@@ -110,9 +110,10 @@ func TestScenarioReviewApproveConflictChangesNothing(t *testing.T) {
 		t.Fatalf("attempt changes = %v", changes)
 	}
 
-	// Sent back to the agent, which takes main's version: then it merges.
+	// Sent back to the agent, which takes main's version (its clone sees
+	// the repository's main as origin/main once it fetches): then it merges.
 	rc := sc.ok("request_changes", map[string]any{"attempt_id": attemptID,
-		"feedback": "git checkout main -- README.md"})
+		"feedback": "git fetch -q origin && git checkout origin/main -- README.md"})
 	if rc.str("action") != "send" || rc.str("task_status") != "inprogress" {
 		t.Fatalf("request_changes = %v", rc)
 	}

@@ -75,7 +75,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	// is its agent (or local, for --http-token). tools/list shows each only
 	// what it may call.
 	mopts := mcpserver.Options{Name: "plugboard", Version: version, Logger: h.log, Caller: h.caller,
-		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c }}
+		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c },
+		Auditor: h.decisions}
 	srv := mcpserver.New(h.registry, h.dispatcher, mopts)
 	// A connected recipient hears of new mail as a log notification.
 	h.mail.SetNotifier(mcpserver.NewMailNotifier(srv, mopts))
@@ -98,13 +99,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if httpOpts.Authenticate != nil {
 		auth = "bearer token"
 	}
-	if hc.shortAgentToken != "" {
-		h.log.Warn("an agent's HTTP bearer token is short; use 32 or more random characters", "agent", hc.shortAgentToken)
-	}
-	h.log.Info("HTTP transport", "loopback", httpOpts.Loopback, "auth", auth)
-	if hc.shortToken {
-		h.log.Warn("the HTTP bearer token is short; use 32 or more random characters (e.g. openssl rand -hex 32)")
-	}
+	h.log.Info("HTTP transport", "loopback", httpOpts.Loopback, "auth", auth, "read_timeout", hc.readTimeout,
+		"session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions)
 	// One parseable line: tests and scripts read the URL (and so the port
 	// chosen for ADDR:0) from it.
 	fmt.Fprintf(stderr, "plugboard: serving MCP over HTTP at http://%s%s\n", ln.Addr(), mcpserver.MCPPath)
@@ -114,10 +110,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 // httpFlags select the streamable HTTP transport.
 type httpFlags struct {
 	addr, token, tokenFile string
-	// shortToken is set by listen when the token is easy to guess;
-	// shortAgentToken names an agent whose token is.
-	shortToken      bool
-	shortAgentToken string
+	// readTimeout, sessionIdle and maxSessions bound what one client can
+	// hold (mcpserver.HTTPOptions).
+	readTimeout, sessionIdle time.Duration
+	maxSessions              int
 }
 
 // envHTTPToken is the bearer token when neither --http-token nor
@@ -128,6 +124,9 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "http", "", "serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080; port 0 picks a free one)")
 	fs.StringVar(&f.token, "http-token", "", "bearer token of the local SUPERVISOR identity over HTTP (default: $"+envHTTPToken+"); a token (this or an agent's from --agents) is required unless ADDR is loopback")
 	fs.StringVar(&f.tokenFile, "http-token-file", "", "read the bearer token from FILE (surrounding whitespace ignored)")
+	fs.DurationVar(&f.readTimeout, "http-read-timeout", mcpserver.DefaultReadTimeout, "time a client has to send one request's headers and body; a slower one loses its connection")
+	fs.DurationVar(&f.sessionIdle, "http-session-idle", mcpserver.DefaultSessionIdle, "end an MCP session after this long without a request (0: never)")
+	fs.IntVar(&f.maxSessions, "http-max-sessions", mcpserver.DefaultMaxSessions, "MCP sessions one identity may hold; opening another ends its least recently used idle one (0: no cap)")
 }
 
 // listen opens ADDR and returns the transport's options: DNS-rebinding
@@ -137,9 +136,32 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 // (exit 2).
 func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserver.HTTPOptions, error) {
 	var opts mcpserver.HTTPOptions
-	token, err := f.resolveToken()
+	token, from, err := f.resolveToken()
 	if err != nil {
 		return nil, opts, err
+	}
+	// A short token is refused outright, not warned about: a warning in a
+	// log nobody reads leaves the server guessable. Agents-file tokens are
+	// checked when the file is read (host/policy).
+	if n := len(token); token != "" && n < policy.MinTokenLength {
+		return nil, opts, &exitError{code: 2, err: fmt.Errorf("%s: the bearer token is %d characters; it needs at least %d random ones (e.g. openssl rand -hex 32)",
+			from, n, policy.MinTokenLength)}
+	}
+	switch {
+	case f.readTimeout <= 0:
+		return nil, opts, usageError("--http-read-timeout must be positive, got %v", f.readTimeout)
+	case f.sessionIdle < 0:
+		return nil, opts, usageError("--http-session-idle must not be negative, got %v", f.sessionIdle)
+	case f.maxSessions < 0:
+		return nil, opts, usageError("--http-max-sessions must not be negative, got %d", f.maxSessions)
+	}
+	opts.ReadTimeout, opts.SessionIdle, opts.MaxSessions = f.readTimeout, f.sessionIdle, f.maxSessions
+	// In HTTPOptions zero means the default and negative "none".
+	if f.sessionIdle == 0 {
+		opts.SessionIdle = -1
+	}
+	if f.maxSessions == 0 {
+		opts.MaxSessions = -1
 	}
 	tokens := map[string]string{}
 	maps.Copy(tokens, agentTokens)
@@ -148,11 +170,6 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserv
 			return nil, opts, &exitError{code: 2, err: fmt.Errorf("the --http-token is also agent %s's token; give each its own", id)}
 		}
 		tokens[token] = policy.LocalID
-	}
-	for tok, id := range agentTokens {
-		if len(tok) < 16 {
-			f.shortAgentToken = id
-		}
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -167,7 +184,6 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserv
 	opts.Port = strconv.Itoa(tcp.Port)
 	if len(tokens) > 0 {
 		opts.Authenticate = mcpserver.Tokens(tokens)
-		f.shortToken = token != "" && len(token) < 16
 	} else if !opts.Loopback {
 		ln.Close()
 		return nil, opts, &exitError{code: 2, err: fmt.Errorf("--http %s listens beyond this machine (%s), so it needs a bearer token: "+
@@ -176,27 +192,28 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserv
 	return ln, opts, nil
 }
 
-// resolveToken returns the bearer token: --http-token, else the content of
-// --http-token-file, else $PLUGBOARD_HTTP_TOKEN, else "".
-func (f *httpFlags) resolveToken() (string, error) {
+// resolveToken returns the bearer token — --http-token, else the content of
+// --http-token-file, else $PLUGBOARD_HTTP_TOKEN, else "" — and where it
+// came from.
+func (f *httpFlags) resolveToken() (string, string, error) {
 	if f.token != "" && f.tokenFile != "" {
-		return "", usageError("give --http-token or --http-token-file, not both")
+		return "", "", usageError("give --http-token or --http-token-file, not both")
 	}
 	token, from := f.token, "--http-token"
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
-			return "", fmt.Errorf("--http-token-file: %w", err)
+			return "", "", fmt.Errorf("--http-token-file: %w", err)
 		}
 		token, from = strings.TrimSpace(string(b)), "--http-token-file "+f.tokenFile
 		if token == "" {
-			return "", &exitError{code: 2, err: fmt.Errorf("%s is empty", from)}
+			return "", "", &exitError{code: 2, err: fmt.Errorf("%s is empty", from)}
 		}
 	} else if token == "" {
 		token, from = os.Getenv(envHTTPToken), "$"+envHTTPToken
 	}
 	if strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r > unicode.MaxASCII }) >= 0 {
-		return "", &exitError{code: 2, err: errors.New(from + ": the token must be printable ASCII without spaces")}
+		return "", "", &exitError{code: 2, err: errors.New(from + ": the token must be printable ASCII without spaces")}
 	}
-	return token, nil
+	return token, from, nil
 }

@@ -16,6 +16,12 @@
 // A write that fails is logged and never fails the call. Inputs are stored
 // with the tool's sensitive top-level fields masked as "***".
 //
+// The log is bounded (Options): a payload (input, result, error) longer
+// than PayloadMax is stored as its size, SHA-256 and a prefix — masked
+// before, so neither the prefix nor the hash is of a secret — and rows
+// older than MaxAge, then the oldest beyond MaxBytes, are pruned at start
+// and every PruneEvery.
+//
 // It keeps no state of its own: the rows live in the board's store
 // (decision_log, host/board/store).
 package audit
@@ -23,12 +29,15 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/board/store"
@@ -44,11 +53,47 @@ func Static(st *store.Store) StoreFunc {
 	return func(context.Context) (*store.Store, error) { return st, nil }
 }
 
+// Options bound the decision log; 0 turns a limit off. DefaultOptions are
+// what New uses.
+type Options struct {
+	// PayloadMax is the longest input, result or error stored as it is, in
+	// bytes; a longer one is stored capped (see Capped).
+	PayloadMax int
+	// MaxAge is how long a row is kept.
+	MaxAge time.Duration
+	// MaxBytes is the budget of the whole log: the sum of its rows' sizes
+	// (their payloads and store.DecisionRowOverhead each); the oldest rows
+	// beyond it are pruned.
+	MaxBytes int64
+	// PruneEvery is how often rows are pruned (default DefaultPruneEvery).
+	PruneEvery time.Duration
+}
+
+// The defaults: a 1 KiB payload keeps whole most tool inputs (ids, titles,
+// a short prompt) and the head of the rest; a month of history; 64 MiB of
+// rows, some 40,000 calls at 1.5 KiB each, far less than the 178 MB that
+// 40,000 uncapped calls once took.
+const (
+	DefaultPayloadMax       = 1 << 10
+	DefaultMaxAge           = 30 * 24 * time.Hour
+	DefaultMaxBytes   int64 = 64 << 20
+	DefaultPruneEvery       = time.Minute
+)
+
+// DefaultOptions returns the default bounds.
+func DefaultOptions() Options {
+	return Options{PayloadMax: DefaultPayloadMax, MaxAge: DefaultMaxAge, MaxBytes: DefaultMaxBytes, PruneEvery: DefaultPruneEvery}
+}
+
 // Log is the decision log. It is safe for concurrent use.
 type Log struct {
 	store StoreFunc
 	log   *slog.Logger
 	now   func() time.Time
+	opts  Options
+	// stopPruning ends the pruner; pruned is closed when it has.
+	stopPruning context.CancelFunc
+	pruned      chan struct{}
 
 	// mu guards closed against sends on a closed queue.
 	mu     sync.RWMutex
@@ -72,16 +117,66 @@ const maxBatch = 512
 
 var _ dispatch.Auditor = (*Log)(nil)
 
-// New returns the decision log kept in the store st returns, and starts
-// its writer (Close stops it). log receives write failures; nil discards
-// them.
+// New returns the decision log kept in the store st returns, bounded by
+// DefaultOptions, and starts its writer and pruner (Close stops them). log
+// receives write failures; nil discards them.
 func New(st StoreFunc, log *slog.Logger) *Log {
+	return NewWithOptions(st, log, DefaultOptions())
+}
+
+// NewWithOptions is New with the bounds opts.
+func NewWithOptions(st StoreFunc, log *slog.Logger, opts Options) *Log {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Log{store: st, log: log, now: time.Now, queue: make(chan write, queueSize), done: make(chan struct{})}
+	if opts.PruneEvery <= 0 {
+		opts.PruneEvery = DefaultPruneEvery
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Log{store: st, log: log, now: time.Now, opts: opts, queue: make(chan write, queueSize), done: make(chan struct{}),
+		stopPruning: cancel, pruned: make(chan struct{})}
 	go l.writer()
+	go l.pruner(ctx)
 	return l
+}
+
+// pruner prunes once the store is open, then every PruneEvery, until ctx
+// ends; it does nothing when neither MaxAge nor MaxBytes is set.
+func (l *Log) pruner(ctx context.Context) {
+	defer close(l.pruned)
+	if l.opts.MaxAge <= 0 && l.opts.MaxBytes <= 0 {
+		return
+	}
+	t := time.NewTicker(l.opts.PruneEvery)
+	defer t.Stop()
+	for {
+		if _, err := l.Prune(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("decision log: prune", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Prune deletes the rows beyond the log's age and size bounds now, and
+// returns how many.
+func (l *Log) Prune(ctx context.Context) (int64, error) {
+	st, err := l.store(ctx)
+	if err != nil {
+		return 0, err
+	}
+	before := ""
+	if l.opts.MaxAge > 0 {
+		before = store.FormatTime(l.now().Add(-l.opts.MaxAge))
+	}
+	n, err := st.PruneDecisions(ctx, before, l.opts.MaxBytes)
+	if n > 0 {
+		l.log.Debug("decision log pruned", "rows", n)
+	}
+	return n, err
 }
 
 // enqueue hands w to the writer; after Close it is written at once.
@@ -186,9 +281,11 @@ func (l *Log) Flush(ctx context.Context) error {
 	}
 }
 
-// Close writes what is queued and stops the writer. Calls audited after
-// Close are written at once, on the call's path.
+// Close writes what is queued and stops the writer and the pruner. Calls
+// audited after Close are written at once, on the call's path.
 func (l *Log) Close() error {
+	l.stopPruning()
+	<-l.pruned
 	l.mu.Lock()
 	if !l.closed {
 		l.closed = true
@@ -204,8 +301,9 @@ const Masked = `"***"`
 
 // Invoked queues the call's row, status invoked, and returns its id.
 func (l *Log) Invoked(_ context.Context, call dispatch.AuditCall) string {
+	// Masked first: what is capped — its prefix, its hash — holds no secret.
 	d := &store.Decision{ID: store.NewID(), Kind: store.DecisionKindCall, Tool: call.Tool, RequestID: call.RequestID,
-		Input: bytes.Clone(Mask(call.Input, call.Sensitive)), Status: store.DecisionInvoked, CreatedAt: store.FormatTime(l.now())}
+		Input: l.capped(Mask(call.Input, call.Sensitive)), Status: store.DecisionInvoked, CreatedAt: store.FormatTime(l.now())}
 	if c := call.Caller; c != nil {
 		d.AgentID, d.AgentType = c.ID, c.Role
 	}
@@ -218,8 +316,9 @@ func (l *Log) Finished(_ context.Context, id string, o dispatch.AuditOutcome) {
 	if id == "" {
 		return
 	}
-	// The result is written later: keep a copy, not the caller's buffer.
-	f := &store.DecisionFinish{Status: store.DecisionOK, Result: bytes.Clone(o.Result), DurationMS: o.Duration.Milliseconds(),
+	// The result is written later: capped copies it, rather than keep the
+	// caller's buffer.
+	f := &store.DecisionFinish{Status: store.DecisionOK, Result: o.Result, DurationMS: o.Duration.Milliseconds(),
 		Attempts: o.Attempts, FinishedAt: store.FormatTime(l.now())}
 	if env := o.Envelope; env != nil {
 		f.Status, f.ErrorCode, f.Result = store.DecisionError, env.Code, nil
@@ -232,7 +331,45 @@ func (l *Log) Finished(_ context.Context, id string, o dispatch.AuditOutcome) {
 	if len(f.Result) > 0 && !json.Valid(f.Result) {
 		f.Result, _ = json.Marshal(string(f.Result))
 	}
+	f.Result, f.Error = l.capped(f.Result), l.capped(f.Error)
 	l.enqueue(write{DecisionWrite: store.DecisionWrite{ID: id, Finish: f}})
+}
+
+// capped returns b, copied (it is written later, and the caller may reuse
+// its buffer), or Capped(b, PayloadMax) when it is longer than that.
+func (l *Log) capped(b json.RawMessage) json.RawMessage {
+	if l.opts.PayloadMax > 0 && len(b) > l.opts.PayloadMax {
+		return Capped(b, l.opts.PayloadMax)
+	}
+	return bytes.Clone(b)
+}
+
+// CapPrefix is the longest prefix a capped payload keeps.
+const CapPrefix = 256
+
+// Capped is what the log stores of a payload longer than its limit max:
+// {"truncated":true,"bytes":N,"sha256":HEX,"prefix":TEXT} — its length, the
+// SHA-256 of all of it (to tell whether two calls sent the same), and its
+// first bytes (at most CapPrefix, cut at a character boundary, fewer when
+// their JSON escaping would make the record longer than max).
+func Capped(b []byte, max int) json.RawMessage {
+	sum := sha256.Sum256(b)
+	rec := struct {
+		Truncated bool   `json:"truncated"`
+		Bytes     int    `json:"bytes"`
+		SHA256    string `json:"sha256"`
+		Prefix    string `json:"prefix"`
+	}{true, len(b), hex.EncodeToString(sum[:]), ""}
+	for n := min(len(b), CapPrefix); ; n /= 2 {
+		for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		rec.Prefix = string(b[:n])
+		out, _ := json.Marshal(rec)
+		if len(out) <= max || n == 0 {
+			return out
+		}
+	}
 }
 
 // Entry identifies a deliberate decision-log entry.

@@ -24,8 +24,9 @@ const DefaultStopGrace = 5 * time.Second
 
 // Config configures a Board.
 type Config struct {
-	// DataDir holds the database (board.db) and the attempt worktrees
-	// (worktrees/<attempt_id>/<repo_name>).
+	// DataDir holds the database (board.db), the attempts' clones
+	// (worktrees/<attempt_id>/<repo_name>) and the host's git dirs over
+	// them (gitdirs/<attempt_id>/<repo_name>).
 	DataDir string
 	// ExecutorsFile is an optional JSON file of executor profiles that add
 	// to or replace the built-in ones.
@@ -37,6 +38,8 @@ type Config struct {
 	// ContextAttemptID, when set, is the attempt get_context describes
 	// (the server runs inside that attempt).
 	ContextAttemptID string
+	// AgentEnv says what of the host's environment attempt processes get.
+	AgentEnv AgentEnv
 	// Logger receives process and recovery events.
 	Logger *slog.Logger
 }
@@ -49,6 +52,9 @@ type Board struct {
 	guard     gitops.Guard
 	owner     string
 	log       *slog.Logger
+	// agentEnv is the environment of attempt processes before the board's
+	// per-attempt variables (see AgentEnv).
+	agentEnv []string
 
 	mu      sync.Mutex
 	running map[string]*run // by process id, this host's processes only
@@ -68,6 +74,19 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("board: no data directory")
 	}
+	// Attempts get it as PLUGBOARD_DATA and run in their worktrees: a
+	// relative path would name a new board inside each worktree.
+	data, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("board: data directory: %w", err)
+	}
+	cfg.DataDir = data
+	if err := cfg.AgentEnv.Validate(); err != nil {
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	// Before anything runs in a worktree (git included): nothing started
+	// from here may read this process's environment or memory.
+	procsup.SealHost()
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = DefaultStopGrace
 	}
@@ -93,9 +112,10 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	}
 	b := &Board{
 		cfg: cfg, store: st, executors: execs, guard: guard, log: cfg.Logger,
-		owner:   strconv.Itoa(os.Getpid()) + "/" + self,
-		running: map[string]*run{},
-		stops:   map[string]int{},
+		owner:    strconv.Itoa(os.Getpid()) + "/" + self,
+		agentEnv: agentEnviron(os.Environ(), cfg.AgentEnv),
+		running:  map[string]*run{},
+		stops:    map[string]int{},
 	}
 	if _, err := b.Recover(ctx); err != nil {
 		st.Close()
@@ -112,8 +132,10 @@ func (b *Board) Store() *store.Store { return b.store }
 func (b *Board) Executors() *executor.Registry { return b.executors }
 
 // Recover marks killed every process left running by a host that is gone
-// (crashed or killed), kills what is left of its process group, and moves
-// the affected tasks to inreview, so nothing stays stuck in running.
+// (crashed or killed), kills what is left of its process tree (its cgroup,
+// group, session and every process carrying its tree marker: setsid and
+// double forks included), and moves the affected tasks to inreview, so
+// nothing stays stuck in running or keeps running.
 // Processes of a live host (another plugboard serve on the same data
 // directory) are left alone. It returns how many processes it marked.
 func (b *Board) Recover(ctx context.Context) (int, error) {
@@ -127,8 +149,8 @@ func (b *Board) Recover(ctx context.Context) (int, error) {
 			continue
 		}
 		if p.PID > 0 {
-			if _, err := procsup.KillGroupIf(p.PID, p.Identity); err != nil {
-				b.log.Warn("recover: kill leftover process group", "pid", p.PID, "err", err)
+			if _, err := procsup.KillTree(p.PID, p.Identity); err != nil {
+				b.log.Warn("recover: kill leftover process tree", "pid", p.PID, "err", err)
 			}
 		}
 		if err := b.store.FinishProcess(ctx, p.ID, store.ProcKilled, nil, "host exited"); err != nil {

@@ -254,8 +254,9 @@ func (b *Board) stopAttempt(ctx context.Context, attemptID string, force, all bo
 }
 
 // stopProcess stops one process and waits until its end is recorded. A
-// process of another live host on the same data directory is signalled
-// through its process group; that host records its end.
+// process of another live host on the same data directory is interrupted
+// through its process group and then its whole tree is killed (KillTree);
+// that host records its end.
 func (b *Board) stopProcess(ctx context.Context, p store.Process, force bool) {
 	grace := b.cfg.StopGrace
 	if force {
@@ -285,6 +286,6 @@ func (b *Board) stopProcess(ctx context.Context, p store.Process, force bool) {
 		}
 	}
 	if p.PID > 0 {
-		procsup.KillGroupIf(p.PID, p.Identity)
+		procsup.KillTree(p.PID, p.Identity)
 	}
 }

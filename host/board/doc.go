@@ -1,5 +1,6 @@
 // Package board is the task engine behind the task tools: it creates
-// attempts as git worktrees, runs setup scripts, coding agents and cleanup
+// attempts (per repo, a clone whose git dir is the agent's, and the host's
+// git dir over it; see gitops.Clone), runs setup scripts, coding agents and cleanup
 // scripts as supervised child processes, captures and normalises their
 // output, runs the follow-up queue, stops processes, and derives the views
 // the spec defines (attempt state, latest attempt/session/process, the

@@ -2,6 +2,7 @@ package board
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -51,15 +52,18 @@ type ChangesResult struct {
 	Files         []ChangedFile  `json:"files"`
 }
 
-// attemptChanges measures every repo of an attempt against its base.
-func (b *Board) attemptChanges(ctx context.Context, at store.Attempt) ([]ChangedFile, []store.AttemptRepo, error) {
+// attemptChanges measures every repo of an attempt against its base. A repo
+// whose changes alone exceed limit is not read: the error wraps its
+// *gitops.GuardExceeded (gitops.Off measures everything).
+func (b *Board) attemptChanges(ctx context.Context, at store.Attempt, limit gitops.Guard) ([]ChangedFile, []store.AttemptRepo, error) {
 	repos, err := b.store.AttemptRepos(ctx, at.ID)
 	if err != nil {
 		return nil, nil, err
 	}
 	files := []ChangedFile{}
 	for _, r := range repos {
-		changes, _, err := gitops.Changes(ctx, r.WorktreeDir, r.BaseCommit)
+		c, _ := b.clone(ctx, at.ID, r) // the repository is needed only to rebuild a lost host git dir
+		changes, _, err := gitops.ChangesWithin(ctx, c, r.BaseCommit, limit)
 		if err != nil {
 			return nil, repos, fmt.Errorf("repo %s: %w", r.RepoName, err)
 		}
@@ -72,6 +76,19 @@ func (b *Board) attemptChanges(ctx context.Context, at store.Attempt) ([]Changed
 		}
 	}
 	return files, repos, nil
+}
+
+// notRead ends the reason of a guard that blocked before git read the
+// files: the summary holds what certainly changed, without lines.
+const notRead = "; measured without reading the files (lines not counted)"
+
+// guardExceeded returns the *gitops.GuardExceeded err wraps, or nil.
+func guardExceeded(err error) *gitops.GuardExceeded {
+	var over *gitops.GuardExceeded
+	if errors.As(err, &over) {
+		return over
+	}
+	return nil
 }
 
 func summarize(files []ChangedFile) gitops.Summary {
@@ -93,7 +110,18 @@ func (b *Board) GetAttemptChanges(ctx context.Context, a ChangesArgs) (ChangesRe
 		return ChangesResult{}, err
 	}
 	out := ChangesResult{AttemptID: at.ID, Guard: b.guard, Files: []ChangedFile{}}
-	files, _, err := b.attemptChanges(ctx, at)
+	limit := b.guard
+	if a.Force {
+		limit = gitops.Off
+	}
+	files, _, err := b.attemptChanges(ctx, at, limit)
+	if over := guardExceeded(err); over != nil {
+		reason := BlockedThresholdExceeded
+		out.Summary = over.Summary
+		out.Blocked, out.BlockedReason, out.Reason = true, &reason, over.Reason+notRead
+		out.Hint = "call get_attempt_changes again with force=true to list the files, or get_attempt_patch with a few paths"
+		return out, nil
+	}
 	if err != nil {
 		reason := BlockedSummaryFailed
 		out.Blocked, out.BlockedReason, out.Reason = true, &reason, err.Error()
@@ -188,7 +216,11 @@ func (b *Board) GetAttemptPatch(ctx context.Context, a PatchArgs) (PatchResult, 
 		byRepo[repo] = append(byRepo[repo], path.Clean(rel))
 	}
 	if len(a.Paths) == 0 && !a.Force {
-		files, _, err := b.attemptChanges(ctx, at)
+		files, _, err := b.attemptChanges(ctx, at, b.guard)
+		if over := guardExceeded(err); over != nil {
+			return block(BlockedThresholdExceeded, over.Reason+notRead,
+				"pass a few paths from get_attempt_changes(force=true), or force=true with a max_bytes")
+		}
 		if err != nil {
 			return block(BlockedSummaryFailed, err.Error(), "check get_attempt_status, then retry")
 		}
@@ -203,7 +235,12 @@ func (b *Board) GetAttemptPatch(ctx context.Context, a PatchArgs) (PatchResult, 
 		if len(a.Paths) > 0 && !chosen {
 			continue
 		}
-		diff, err := gitops.Patch(ctx, r.WorktreeDir, r.BaseCommit, paths)
+		c, _ := b.clone(ctx, at.ID, r)
+		diff, err := gitops.Patch(ctx, c, r.BaseCommit, paths)
+		var linked *gitops.LinkedFilesError
+		if errors.As(err, &linked) {
+			return block(BlockedOutsideWorkspace, linkedMessage(r.RepoName, linked), linkedHint)
+		}
 		if err != nil {
 			return block(BlockedSummaryFailed, fmt.Sprintf("repo %s: %v", r.RepoName, err), "check get_attempt_status, then retry")
 		}
@@ -224,6 +261,19 @@ func (b *Board) GetAttemptPatch(ctx context.Context, a PatchArgs) (PatchResult, 
 }
 
 func utf8Start(c byte) bool { return c&0xC0 != 0x80 }
+
+// linkedHint is what to do about files whose content is not the attempt's
+// own (gitops.LinkedFilesError).
+const linkedHint = "hard-linked files and files on another file system are not served: their content may be any file's; " +
+	"pass paths without them to get_attempt_patch, or have the agent replace each with a copy (cp --remove-destination)"
+
+func linkedMessage(repo string, e *gitops.LinkedFilesError) string {
+	paths := make([]string, len(e.Paths))
+	for i, p := range e.Paths {
+		paths[i] = repo + "/" + p
+	}
+	return fmt.Sprintf("%s: hard link or on another file system, so the content may lie outside the attempt", strings.Join(paths, ", "))
+}
 
 func repoNames(repos []store.AttemptRepo) []string {
 	names := make([]string, len(repos))

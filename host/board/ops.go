@@ -32,25 +32,26 @@ func (b *Board) CreateProject(ctx context.Context, name string, repos []RepoSpec
 	if name == "" {
 		return store.Project{}, errors.New("a project needs a name")
 	}
-	// Validate every repo before creating anything: nothing half-made.
+	// Validate every repo before creating anything, then create the project
+	// and attach its repos in one transaction: nothing half-made.
 	resolved := make([]store.ProjectRepo, 0, len(repos))
+	byName := map[string]string{}
 	for _, rs := range repos {
 		pr, err := b.resolveRepo(ctx, rs)
 		if err != nil {
 			return store.Project{}, err
 		}
+		if other, taken := byName[pr.Name]; taken && other != pr.Path {
+			return store.Project{}, abi.NewEnvelope(abi.CodeConflict,
+				fmt.Sprintf("two repos are named %q (%s and %s); the repos of a project need distinct names, which prefix their paths in attempts",
+					pr.Name, other, pr.Path),
+				fmt.Sprintf("create the project with one of them, then add the other under another name: plugboard repo add %s --repo %s --name NAME",
+					name, pr.Path)).WithDetail("repo_name", pr.Name)
+		}
+		byName[pr.Name] = pr.Path
 		resolved = append(resolved, pr)
 	}
-	p, err := b.store.CreateProject(ctx, name)
-	if err != nil {
-		return store.Project{}, err
-	}
-	for _, pr := range resolved {
-		if err := b.store.AddProjectRepo(ctx, p.ID, pr); err != nil {
-			return store.Project{}, err
-		}
-	}
-	return b.store.GetProject(ctx, p.ID)
+	return b.store.CreateProjectWithRepos(ctx, name, resolved)
 }
 
 // AddRepo adds (or updates) a repository of a project.
@@ -97,6 +98,11 @@ func (b *Board) resolveRepo(ctx context.Context, rs RepoSpec) (store.ProjectRepo
 	r, err := b.store.EnsureRepo(ctx, name, repo.Path)
 	if err != nil {
 		return store.ProjectRepo{}, err
+	}
+	if rs.Name != "" {
+		// A name asked for wins over the one the path was registered
+		// under; AddProjectRepo renames the repo.
+		r.Name = rs.Name
 	}
 	return store.ProjectRepo{Repo: r, TargetBranch: branch, SetupScript: rs.SetupScript, CleanupScript: rs.CleanupScript}, nil
 }
@@ -370,16 +376,17 @@ func (b *Board) DeleteTask(ctx context.Context, a TaskArgs) (DeleteResult, error
 			return out, err
 		}
 		for _, r := range repos {
-			repo, err := b.repoPath(ctx, r.RepoID)
+			c, err := b.clone(ctx, at.ID, r)
 			if err != nil {
 				return out, err
 			}
-			if err := gitops.RemoveWorktree(ctx, repo, r.WorktreeDir, at.Branch); err != nil {
+			if err := gitops.RemoveClone(ctx, c, at.Branch); err != nil {
 				return out, fmt.Errorf("remove worktree of attempt %s: %w", at.ID, err)
 			}
 			out.RemovedWorktrees++
 		}
 		os.RemoveAll(b.attemptRoot(at.ID))
+		os.RemoveAll(b.hostGitRoot(at.ID))
 	}
 	if err := b.store.DeleteTask(ctx, a.TaskID); err != nil {
 		return out, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
@@ -388,9 +395,25 @@ func (b *Board) DeleteTask(ctx context.Context, a TaskArgs) (DeleteResult, error
 	return out, nil
 }
 
-// attemptRoot is the directory holding an attempt's worktrees.
+// attemptRoot is the directory holding an attempt's worktrees: one clone
+// per repo (see gitops.Clone), the agent's.
 func (b *Board) attemptRoot(attemptID string) string {
 	return filepath.Join(b.cfg.DataDir, "worktrees", attemptID)
+}
+
+// hostGitRoot holds the host's git dirs over an attempt's clones, beside
+// the attempt directory rather than in it: the agent is not pointed at
+// them, and nothing it finds by walking up from its worktree leads there.
+func (b *Board) hostGitRoot(attemptID string) string {
+	return filepath.Join(b.cfg.DataDir, "gitdirs", attemptID)
+}
+
+// clone is where repo r of an attempt lives, from the board's records.
+// When the repository's record cannot be read, the error comes with a
+// Clone whose Source is empty, which still serves reads of the attempt.
+func (b *Board) clone(ctx context.Context, attemptID string, r store.AttemptRepo) (gitops.Clone, error) {
+	src, err := b.repoPath(ctx, r.RepoID)
+	return gitops.Clone{Source: src, Dir: r.WorktreeDir, HostDir: filepath.Join(b.hostGitRoot(attemptID), r.RepoName)}, err
 }
 
 func (b *Board) repoPath(ctx context.Context, repoID string) (string, error) {
@@ -480,8 +503,10 @@ type StartResult struct {
 }
 
 // StartTaskAttempt creates one worktree per selected repo (all of the
-// project's when none are selected) on a fresh branch, moves the task to
-// inprogress and starts the first process: a setup script, or the agent.
+// project's when none are selected) on a fresh branch — a clone of the
+// repo sharing its objects, with a git dir of its own that the agent may
+// rewrite, and the host's git dir over it — moves the task to inprogress
+// and starts the first process: a setup script, or the agent.
 func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult, error) {
 	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
 		return StartResult{}, err
@@ -511,15 +536,17 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 	var repos []store.AttemptRepo
 	undo := func() {
 		for _, r := range repos {
-			if p, err := b.repoPath(context.WithoutCancel(ctx), r.RepoID); err == nil {
-				gitops.RemoveWorktree(context.WithoutCancel(ctx), p, r.WorktreeDir, branch)
+			if c, err := b.clone(context.WithoutCancel(ctx), attemptID, r); err == nil {
+				gitops.RemoveClone(context.WithoutCancel(ctx), c, branch)
 			}
 		}
 		os.RemoveAll(dir)
+		os.RemoveAll(b.hostGitRoot(attemptID))
 	}
 	for _, pr := range selected {
 		wt := filepath.Join(dir, pr.Name)
-		base, err := gitops.AddWorktree(ctx, pr.Path, wt, branch, pr.TargetBranch)
+		base, err := gitops.AddClone(ctx, gitops.Clone{Source: pr.Path, Dir: wt, HostDir: filepath.Join(b.hostGitRoot(attemptID), pr.Name)},
+			branch, pr.TargetBranch)
 		if err != nil {
 			undo()
 			return StartResult{}, fmt.Errorf("create worktree for repo %s: %w", pr.Name, err)
@@ -566,15 +593,19 @@ func initialPrompt(p executor.Profile, t store.Task) string {
 	return t.Title + "\n\n" + t.Description
 }
 
-// processEnv tells a process which attempt it works for, so a plugboard
-// server it starts (as its MCP server) can answer get_context.
+// processEnv is the whole environment of an attempt's processes: the
+// host's as AgentEnv filters it (never plugboard's own secrets), then which
+// attempt it works for, so a plugboard server it starts (as its MCP server)
+// works on this board (DataDir is absolute) and can answer get_context.
 func (b *Board) processEnv(projectID, taskID, attemptID string) []string {
-	return []string{
-		"PLUGBOARD_DATA=" + b.cfg.DataDir,
-		"PLUGBOARD_PROJECT_ID=" + projectID,
-		"PLUGBOARD_TASK_ID=" + taskID,
-		"PLUGBOARD_ATTEMPT_ID=" + attemptID,
-	}
+	// Clipped: callers append (PLUGBOARD_SESSION_ID), and chains that share
+	// this slice must not write into each other's spare capacity.
+	return slices.Clip(append(slices.Clip(b.agentEnv),
+		"PLUGBOARD_DATA="+b.cfg.DataDir,
+		"PLUGBOARD_PROJECT_ID="+projectID,
+		"PLUGBOARD_TASK_ID="+taskID,
+		"PLUGBOARD_ATTEMPT_ID="+attemptID,
+	))
 }
 
 func (b *Board) resolveExecutor(name, variant string) (executor.Profile, string, error) {

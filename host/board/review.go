@@ -110,7 +110,8 @@ func (b *Board) describeForReview(ctx context.Context, attemptID string, item *R
 	}
 	state, failure := deriveState(p)
 	item.State, item.FailureSummary = &state, failure
-	files, repos, err := b.attemptChanges(ctx, at)
+	// Under the guard: a review queue must not make git read a 20 GB file.
+	files, repos, err := b.attemptChanges(ctx, at, b.guard)
 	for _, r := range repos {
 		item.Repos = append(item.Repos, ReviewRepo{RepoName: r.RepoName, TargetBranch: r.TargetBranch})
 	}
@@ -200,17 +201,27 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 	var conflicted []string
 	var conflictPaths []string
 	for i, r := range repos {
-		path, err := b.repoPath(ctx, r.RepoID)
+		c, err := b.clone(ctx, at.ID, r)
 		if err != nil {
 			return ApproveResult{}, err
 		}
-		plans[i], err = gitops.PrepareMerge(ctx, gitops.MergeSpec{RepoPath: path, TargetBranch: r.TargetBranch,
-			Worktree: r.WorktreeDir, Branch: at.Branch, ChangesMessage: "plugboard: changes of attempt " + id8})
-		if err != nil {
-			if errors.Is(err, gitops.ErrNotWorkTree) || errors.Is(err, gitops.ErrBranchNotFound) {
-				return ApproveResult{}, abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("repo %s cannot be merged: %v", r.RepoName, err),
-					"the attempt's worktree or a branch is gone; start a new attempt with start_task_attempt").WithDetail("repo", r.RepoName)
-			}
+		plans[i], err = gitops.PrepareMerge(ctx, gitops.MergeSpec{Repo: c, TargetBranch: r.TargetBranch,
+			Branch: at.Branch, Base: r.BaseCommit, ChangesMessage: "plugboard: changes of attempt " + id8})
+		var linked *gitops.LinkedFilesError
+		switch {
+		case err == nil:
+		case errors.Is(err, gitops.ErrNotWorkTree) || errors.Is(err, gitops.ErrBranchNotFound):
+			return ApproveResult{}, abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("repo %s cannot be merged: %v", r.RepoName, err),
+				"the attempt's worktree or a branch is gone; start a new attempt with start_task_attempt").WithDetail("repo", r.RepoName)
+		case errors.As(err, &linked):
+			return ApproveResult{}, abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("repo %s cannot be merged: %s", r.RepoName, linkedMessage(r.RepoName, linked)),
+				"send request_changes(attempt_id, feedback) asking the agent to replace each with a copy, then retry approve_attempt").
+				WithDetail("repo", r.RepoName).WithDetail("paths", linked.Paths)
+		case errors.Is(err, gitops.ErrObjectsRefused):
+			return ApproveResult{}, abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("repo %s cannot be merged: %v", r.RepoName, err),
+				"the attempt's commits hold objects git refuses to take into the repository (fsck); "+
+					"send request_changes(attempt_id, feedback) asking the agent to rewrite them, then retry approve_attempt").WithDetail("repo", r.RepoName)
+		default:
 			return ApproveResult{}, fmt.Errorf("repo %s: %w", r.RepoName, err)
 		}
 		if len(plans[i].Conflicts) > 0 {
@@ -223,7 +234,8 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 	if len(conflicted) > 0 {
 		return ApproveResult{}, abi.NewEnvelope(abi.CodeConflict,
 			fmt.Sprintf("attempt %s does not merge cleanly into %s: %d conflicting path(s)", id8, targetsOf(repos, conflicted), len(conflictPaths)),
-			"send the conflicts to the agent with request_changes(attempt_id, feedback) or resolve them by hand, then retry approve_attempt").
+			"send the conflicts to the agent with request_changes(attempt_id, feedback) (its clone sees the target branch as origin/<branch> after git fetch) "+
+				"or resolve them by hand, then retry approve_attempt").
 			WithDetail("repo", conflicted[0]).WithDetail("repos", conflicted).WithDetail("conflicting_paths", conflictPaths)
 	}
 	for i, r := range repos {

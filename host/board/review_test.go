@@ -148,7 +148,10 @@ func TestApproveAttemptConflict(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wt, "README.md"), []byte("main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, wt, "merge", "-q", "-s", "ours", "main", "-m", "take main")
+	// The clone sees main as it was when the attempt started, until it
+	// fetches from the repository.
+	git(t, wt, "fetch", "-q", "origin")
+	git(t, wt, "merge", "-q", "-s", "ours", "origin/main", "-m", "take main")
 	if _, err := f.b.ApproveAttempt(ctx, ApproveArgs{AttemptID: res.AttemptID}); err != nil {
 		t.Fatal(err)
 	}

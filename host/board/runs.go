@@ -63,7 +63,9 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 	}
 	b.store.TouchAttempt(ctx, s.attempt.ID)
 	pump := newLogPump(b, row.ID, executor.NewNormalizer(s.format))
-	proc, err := procsup.Start(ctx, procsup.Spec{Dir: s.dir, Argv: s.argv, Env: s.env, Stdin: s.stdin}, pump.onLine)
+	// s.env is the whole environment (processEnv): the host's own is not
+	// inherited, so its secrets stay out.
+	proc, err := procsup.Start(ctx, procsup.Spec{Dir: s.dir, Argv: s.argv, Env: s.env, NoInheritEnv: true, Stdin: s.stdin}, pump.onLine)
 	if err != nil {
 		pump.note("error_message", "process did not start: "+err.Error())
 		pump.close()
@@ -78,7 +80,9 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 		}()
 		return final, nil
 	}
-	b.store.SetProcessPID(ctx, row.ID, proc.PID(), proc.Identity())
+	// The handle, not just the identity: recovery and other hosts end the
+	// whole tree from it.
+	b.store.SetProcessPID(ctx, row.ID, proc.PID(), proc.Handle())
 	row.PID = proc.PID()
 	r := &run{row: row, proc: proc, recorded: make(chan struct{})}
 	b.mu.Lock()

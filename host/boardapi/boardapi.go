@@ -4,7 +4,14 @@
 // strictly and answering with the board's JSON result or an envelope.
 // The operations of abi.CapMail (mail, the agent's own status and task,
 // log_decision) act for the caller in the call's context (host/caller) and
-// are refused without one; host/mail and host/audit do their work.
+// are refused without one; host/mail and host/audit do their work. Every
+// operation reaches only the work the caller's scope holds (WithScopes,
+// scope.go): a WORKER its own task or attempt.
+//
+// An operation with an effect made inside a keyed call (the context
+// carries its idempotency.Scope) is journaled with its answer in the board
+// store (store.RunEffect), so that the call run again gets the answer
+// instead of making the effect twice.
 //
 // It owns the operation table (name → capability, argument type, board
 // method). It must not hold state or workflow of its own: the board does
@@ -24,7 +31,10 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/audit"
 	"github.com/plugboard/plugboard/host/board"
+	"github.com/plugboard/plugboard/host/board/store"
+	"github.com/plugboard/plugboard/host/idempotency"
 	"github.com/plugboard/plugboard/host/mail"
+	"github.com/plugboard/plugboard/host/policy"
 )
 
 // handler runs one operation on decoded arguments.
@@ -114,6 +124,9 @@ type API struct {
 	// (abi.CapMail); nil answers them unavailable.
 	mail      *mail.Service
 	decisions Decisions
+	// scopes says what board work each caller reaches (WithScopes); nil
+	// lets every caller reach everything.
+	scopes func(*abi.Caller) policy.Scope
 }
 
 // Decisions records deliberate decision-log entries (host/audit.Log).
@@ -177,7 +190,13 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 			"declare the capability in the plugin manifest (sdk.Require) and ask the operator to grant it").
 			WithDetail("op", r.Op).WithDetail("capability", capability)
 	}
-	result, err := h(ctx, a, r.Args)
+	// The caller's scope first: a refused call must not reach the board,
+	// nor the effect journal.
+	h, err := a.scope(ctx, r.Op, r.Args, h)
+	var out json.RawMessage
+	if err == nil {
+		out, err = a.run(ctx, r.Op, r.Args, h)
+	}
 	if err != nil {
 		var env *abi.Envelope
 		if errors.As(err, &env) {
@@ -189,10 +208,56 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 		a.log.Error("board operation failed", "op", r.Op, "err", err)
 		return nil, abi.NewEnvelope(abi.CodeInternal, "board "+r.Op+": "+err.Error(), "retry; if it persists, check the host log")
 	}
-	out, err := json.Marshal(result)
-	if err != nil {
-		a.log.Error("encode board result", "op", r.Op, "err", err)
-		return nil, abi.NewEnvelope(abi.CodeInternal, "board "+r.Op+": encode result: "+err.Error(), "")
-	}
 	return out, nil
+}
+
+// effectOps are the operations with an effect: made inside a keyed call
+// (a tool call carrying its request_id), each is journaled with its answer
+// under the call's idempotency scope, and a rerun of the call — after a
+// retryable failure, or after the host was killed — gets the answer back
+// instead of making the effect again. true marks the operations whose
+// store writes all go through the journal's transaction (store.conn), so
+// the effect and its journal row commit together; the others journal
+// their answer just after the effect.
+var effectOps = map[string]bool{
+	abi.OpCreateTask:       true,
+	abi.OpUpdateTask:       false,
+	abi.OpDeleteTask:       false,
+	abi.OpStartTaskAttempt: false,
+	abi.OpFollowUp:         false,
+	abi.OpStopAttempt:      false,
+	abi.OpApproveAttempt:   false,
+	abi.OpRequestChanges:   false,
+	abi.OpMailSend:         false,
+	abi.OpMailReply:        false,
+	abi.OpLogDecision:      false,
+}
+
+// run runs one operation and encodes its answer, through the effect
+// journal when ctx carries a keyed call's scope and the operation has an
+// effect.
+func (a *API) run(ctx context.Context, op string, args json.RawMessage, h handler) (json.RawMessage, error) {
+	call := func(ctx context.Context) ([]byte, error) {
+		result, err := h(ctx, a, args)
+		if err != nil {
+			return nil, err
+		}
+		out, err := json.Marshal(result)
+		if err != nil {
+			return nil, fmt.Errorf("encode result: %w", err)
+		}
+		return out, nil
+	}
+	atomic, effect := effectOps[op]
+	sc := idempotency.ScopeFrom(ctx)
+	if !effect || sc == nil || a.board == nil {
+		return call(ctx)
+	}
+	argsHash, seq := sc.Next(op, args)
+	out, replayed, err := a.board.Store().RunEffect(ctx, store.EffectKey{Tool: sc.Tool, RequestID: sc.RequestID,
+		PayloadHash: sc.PayloadHash, Op: op, ArgsHash: argsHash, Seq: seq}, atomic, call)
+	if replayed {
+		a.log.Debug("board operation replayed from the effect journal", "op", op, "tool", sc.Tool, "request_id", sc.RequestID)
+	}
+	return out, err
 }

@@ -303,7 +303,9 @@ func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Re
 		return d.retry(ctx, tool, req, key, ex)
 	}
 	var fresh *Result
-	stored, ran, env := d.opts.Idempotency.Do(ctx, req.Tool, k.KeyField, key, req.Arguments, func() ([]byte, bool) {
+	// ctx carries the call's idempotency scope into the plugin's board
+	// operations, which journal their effects under it.
+	stored, ran, env := d.opts.Idempotency.Run(ctx, req.Tool, k.KeyField, key, req.Arguments, func(ctx context.Context) ([]byte, bool) {
 		fresh = d.retry(ctx, tool, req, key, ex)
 		if fresh.IsError() {
 			return nil, false
@@ -351,11 +353,28 @@ func decodeStored(tool string, b []byte) *Result {
 // the plugin once, and again after a retryable failure when the tool is
 // read-only or the call carries its request_id, waiting longer each time.
 // A retried failure's envelope gets details.attempts.
+//
+// The runs share one deadline, the tool's: a retry gets what is left of
+// it, not a fresh one, so a call declared at 60 s answers within 60 s
+// however often it is retried (four fresh deadlines once made it 240 s).
+// The plugin is compiled before the deadline starts: a first call waits
+// for its plugin's compilation, which is no part of the call's budget.
 func (d *Dispatcher) retry(ctx context.Context, tool registry.Tool, req Request, requestID string, ex *execution) *Result {
+	rt, err := tool.Plugin.Runtime(ctx)
+	if err != nil {
+		ex.attempts, ex.pluginFailed = 1, true
+		return failed(loadFailed(tool.Plugin, err).WithDetail("tool", req.Tool))
+	}
+	timeout := d.opts.DefaultTimeout
+	if tool.Def.TimeoutMS > 0 {
+		timeout = min(time.Duration(tool.Def.TimeoutMS)*time.Millisecond, d.opts.MaxTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	again := requestID != "" || (tool.Def.Annotations != nil && tool.Def.Annotations.ReadOnlyHint)
 	wait := d.opts.Retry.Backoff
 	for {
-		res := d.run(ctx, tool, req, requestID)
+		res := d.run(ctx, rt, timeout, tool, req, requestID)
 		ex.attempts++
 		if !res.IsError() {
 			ex.pluginFailed = false
@@ -389,24 +408,27 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// run is the plugin step: it loads the plugin and calls it under the
-// tool's deadline. requestID is the call's idempotency key, passed on to
-// the plugin in the call context.
-func (d *Dispatcher) run(ctx context.Context, tool registry.Tool, req Request, requestID string) *Result {
-	rt, err := tool.Plugin.Runtime(ctx)
-	if err != nil {
-		env := abi.NewEnvelope(abi.CodeUnavailable,
-			fmt.Sprintf("plugin %s could not be loaded: %v", tool.Plugin.Name(), err),
-			"other tools keep working; ask the operator to check the host log for this plugin")
-		env.Details = map[string]any{"plugin": tool.Plugin.Name()}
-		return failed(env)
-	}
-	timeout := d.opts.DefaultTimeout
-	if tool.Def.TimeoutMS > 0 {
-		timeout = min(time.Duration(tool.Def.TimeoutMS)*time.Millisecond, d.opts.MaxTimeout)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// loadFailed is the envelope of a plugin that could not be loaded. It is
+// not retryable: the registry remembers the failure (a compile error, an
+// unreadable file) until the plugin file changes, so a retry — the
+// dispatcher's or the agent's — fails the same way and only delays the
+// answer and escalates it several times over.
+func loadFailed(p *registry.Plugin, err error) *abi.Envelope {
+	env := abi.NewEnvelope(abi.CodeUnavailable, fmt.Sprintf("plugin %s could not be loaded: %v", p.Name(), err),
+		"do not retry: other tools keep working; the operator must fix or rebuild this plugin (see the host log), and it is loaded again when its file changes")
+	env.Retryable = false
+	env.Details = map[string]any{"plugin": p.Name()}
+	return env
+}
+
+// run is the plugin step: one run of the loaded plugin rt under ctx, which
+// carries the call's deadline (timeout long, for the envelope). requestID
+// is the call's idempotency key, passed on to the plugin in the call
+// context.
+func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.Duration, tool registry.Tool, req Request, requestID string) *Result {
+	// Each run starts its board operations from the first again, so a
+	// rerun finds the effects the previous run journaled.
+	ctx = idempotency.NewRun(ctx)
 	input, err := encodeRequest(ctx, req, requestID)
 	if err != nil {
 		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))

@@ -30,9 +30,9 @@ type countingStore struct {
 	runs int
 }
 
-func (s *countingStore) ClaimRequestAt(ctx context.Context, now time.Time, tool, requestID, hash string,
-	ttl time.Duration) (string, []byte, string, error) {
-	outcome, result, token, err := s.Store.ClaimRequestAt(ctx, now, tool, requestID, hash, ttl)
+func (s *countingStore) ClaimRequestAs(ctx context.Context, now time.Time, tool, requestID, hash string,
+	ttl time.Duration, owner string, dead func(string) bool) (string, []byte, string, error) {
+	outcome, result, token, err := s.Store.ClaimRequestAs(ctx, now, tool, requestID, hash, ttl, owner, dead)
 	if outcome == idempotency.OutcomeNew {
 		s.mu.Lock()
 		s.runs++

@@ -110,9 +110,7 @@ func (d *Dispatcher) method(ctx context.Context, p *registry.Plugin, method stri
 func (d *Dispatcher) runMethod(ctx context.Context, p *registry.Plugin, method string, params abi.CallParams, o MethodOptions, out any) *abi.Envelope {
 	rt, err := p.Runtime(ctx)
 	if err != nil {
-		env := abi.NewEnvelope(abi.CodeUnavailable, fmt.Sprintf("plugin %s could not be loaded: %v", p.Name(), err),
-			"ask the operator to check the host log for this plugin")
-		return env.WithDetail("plugin", p.Name())
+		return loadFailed(p, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DefaultTimeout)
 	defer cancel()

@@ -29,7 +29,9 @@ func Canonical(args json.RawMessage, keyField string) ([]byte, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("arguments: data after the JSON object")
 	}
-	delete(obj, keyField)
+	if keyField != "" {
+		delete(obj, keyField)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -14,8 +14,10 @@
 //   - completed, same payload: replay the stored result, byte for byte;
 //   - same key, different payload: idempotency_conflict;
 //   - in progress, same payload: request_in_progress (retryable);
-//   - in progress for longer than the in-progress TTL: presumed dead (the
-//     host crashed mid-call), so free.
+//   - in progress for longer than the in-progress TTL, or held by a process
+//     that no longer runs (the host was killed mid-call): free — and the
+//     board operations the dead call made are found in the journal by the
+//     call run again (Scope), so its effects are not made twice.
 package idempotency
 
 import (
@@ -41,12 +43,13 @@ const (
 // Store holds idempotency records; *store.Store (host/board/store)
 // implements it.
 type Store interface {
-	// ClaimRequestAt atomically looks up (tool, requestID) and, when it is
-	// free or its in_progress claim is older than inProgressTTL, claims it
-	// for payloadHash. It returns one of the Outcome* values, the stored
-	// result on OutcomeReplay and a claim token on OutcomeNew.
-	ClaimRequestAt(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
-		inProgressTTL time.Duration) (outcome string, result []byte, token string, err error)
+	// ClaimRequestAs atomically looks up (tool, requestID) and, when it is
+	// free, its in_progress claim is older than inProgressTTL or its
+	// claim's owner is another that dead reports gone, claims it for
+	// payloadHash as owner. It returns one of the Outcome* values, the
+	// stored result on OutcomeReplay and a claim token on OutcomeNew.
+	ClaimRequestAs(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
+		inProgressTTL time.Duration, owner string, dead func(owner string) bool) (outcome string, result []byte, token string, err error)
 	// CompleteClaim stores the result of the claim token names; false when
 	// that claim no longer holds the key.
 	CompleteClaim(ctx context.Context, tool, requestID, token string, result []byte) (bool, error)
@@ -55,6 +58,9 @@ type Store interface {
 	// PruneRequests deletes completed records older than completedTTL and
 	// in_progress ones older than inProgressTTL; a TTL of 0 keeps them.
 	PruneRequests(ctx context.Context, now time.Time, completedTTL, inProgressTTL time.Duration) (int64, error)
+	// ReleaseDeadClaims deletes the in_progress claims whose owner dead
+	// reports gone.
+	ReleaseDeadClaims(ctx context.Context, dead func(owner string) bool) (int64, error)
 }
 
 // StoreFunc returns the store, waiting while it is still opening (the
@@ -127,17 +133,26 @@ func NewGuard(store StoreFunc, cfg Config) *Guard {
 	return &Guard{store: store, cfg: cfg, log: log, now: time.Now}
 }
 
-// Do runs a keyed call at most once. args are the call's arguments (the key
-// field included; it is left out of the payload hash). run executes the
-// call and returns its result as it should be replayed, and whether it
-// succeeded; only a success is stored, a failure releases the key.
+// Do is Run for a call that makes no board operations of its own to
+// journal: run does not need the call's Scope.
+func (g *Guard) Do(ctx context.Context, tool, keyField, key string, args json.RawMessage,
+	run func() (result []byte, ok bool)) (result []byte, ran bool, env *abi.Envelope) {
+	return g.Run(ctx, tool, keyField, key, args, func(context.Context) ([]byte, bool) { return run() })
+}
+
+// Run runs a keyed call at most once. args are the call's arguments (the
+// key field included; it is left out of the payload hash). run executes the
+// call under a context carrying its Scope (which the board API journals
+// the call's effects under) and returns its result as it should be
+// replayed, and whether it succeeded; only a success is stored, a failure
+// releases the key.
 //
 // It returns run's result when run ran, the stored bytes when the call is a
 // replay (ran reports which), or an envelope: idempotency_conflict,
 // request_in_progress, or a failure to reach the store (unavailable,
 // cancelled, internal) — in which case run did not run.
-func (g *Guard) Do(ctx context.Context, tool, keyField, key string, args json.RawMessage,
-	run func() (result []byte, ok bool)) (result []byte, ran bool, env *abi.Envelope) {
+func (g *Guard) Run(ctx context.Context, tool, keyField, key string, args json.RawMessage,
+	run func(ctx context.Context) (result []byte, ok bool)) (result []byte, ran bool, env *abi.Envelope) {
 	hash, err := PayloadHash(args, keyField)
 	if err != nil {
 		env := abi.NewEnvelope(abi.CodeInvalidArgument, err.Error(), "pass the arguments as one JSON object")
@@ -155,7 +170,7 @@ func (g *Guard) Do(ctx context.Context, tool, keyField, key string, args json.Ra
 		env.Details = map[string]any{"tool": tool}
 		return nil, false, env
 	}
-	outcome, stored, token, err := st.ClaimRequestAt(ctx, g.now(), tool, key, hash, g.cfg.InProgressTTL)
+	outcome, stored, token, err := st.ClaimRequestAs(ctx, g.now(), tool, key, hash, g.cfg.InProgressTTL, g.cfg.owner(), g.cfg.ownerDead())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, abi.NewEnvelope(abi.CodeCancelled, "the call ended before its "+keyField+" was recorded",
@@ -211,6 +226,6 @@ func (g *Guard) Do(ctx context.Context, tool, keyField, key string, args json.Ra
 				"tool", tool, "request_id", key, "err", err)
 		}
 	}()
-	result, ok = run()
+	result, ok = run(WithScope(ctx, tool, key, hash))
 	return result, true, nil
 }

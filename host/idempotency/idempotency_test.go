@@ -358,7 +358,7 @@ func TestGuardConcurrent(t *testing.T) {
 
 type brokenStore struct{ Store }
 
-func (brokenStore) ClaimRequestAt(context.Context, time.Time, string, string, string, time.Duration) (string, []byte, string, error) {
+func (brokenStore) ClaimRequestAs(context.Context, time.Time, string, string, string, time.Duration, string, func(string) bool) (string, []byte, string, error) {
 	return "", nil, "", errors.New("disk on fire")
 }
 

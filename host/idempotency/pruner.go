@@ -32,8 +32,27 @@ type Config struct {
 	// InProgressTTL is how long an unfinished claim blocks its key; after
 	// it the claim is presumed dead (the host crashed mid-call), a new call
 	// may claim the key and the pruner deletes it. 0 never expires one.
+	// A claim whose owner is known dead does not wait for it (OwnerDead).
 	InProgressTTL time.Duration
 	Logger        *slog.Logger
+	// Owner names this process in its claims; "" is ProcessOwner().
+	Owner string
+	// Dead reports whether a claim's owner is gone; nil is OwnerDead.
+	Dead func(owner string) bool
+}
+
+func (c Config) owner() string {
+	if c.Owner != "" {
+		return c.Owner
+	}
+	return ProcessOwner()
+}
+
+func (c Config) ownerDead() func(string) bool {
+	if c.Dead != nil {
+		return c.Dead
+	}
+	return OwnerDead
 }
 
 // ConfigFromEnv reads the TTLs from EnvCompletedTTL and EnvInProgressTTL
@@ -91,27 +110,40 @@ func (p *Pruner) Interval() time.Duration {
 	return min(max(ttl/10, time.Minute), 10*time.Minute)
 }
 
-// Prune deletes the expired records once and returns how many.
+// Prune releases the claims of dead owners and deletes the expired records
+// once, and returns how many records it deleted.
 func (p *Pruner) Prune(ctx context.Context) (int64, error) {
 	st, err := p.store(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return st.PruneRequests(ctx, p.now(), p.cfg.CompletedTTL, p.cfg.InProgressTTL)
+	released, err := st.ReleaseDeadClaims(ctx, p.cfg.ownerDead())
+	if err != nil {
+		return released, err
+	}
+	if released > 0 {
+		p.log.Info("released the request_id claims of calls whose host is gone", "claims", released)
+	}
+	n, err := st.PruneRequests(ctx, p.now(), p.cfg.CompletedTTL, p.cfg.InProgressTTL)
+	return released + n, err
 }
 
-// Run prunes once at once, waiting for the store if it is still opening,
-// then every Interval until ctx ends. It returns at once when both TTLs are
-// 0, and when the store cannot be opened. Failures are logged; the next
-// round tries again.
+// Run prunes once at once, waiting for the store if it is still opening —
+// which is how a restarted host releases the claims its killed
+// predecessor left — then every Interval until ctx ends (not again when
+// both TTLs are 0). It returns when the store cannot be opened. Failures
+// are logged; the next round tries again.
 func (p *Pruner) Run(ctx context.Context) {
-	every := p.Interval()
-	if every == 0 {
-		return
-	}
 	if _, err := p.store(ctx); err != nil {
 		if ctx.Err() == nil {
 			p.log.Warn("idempotency records are not pruned: no store", "err", err)
+		}
+		return
+	}
+	every := p.Interval()
+	if every == 0 {
+		if _, err := p.Prune(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("pruning idempotency records failed", "err", err)
 		}
 		return
 	}

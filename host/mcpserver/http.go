@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -20,9 +21,13 @@ import (
 )
 
 // The HTTP transport serves an MCP server over streamable HTTP (go-sdk
-// sessions, server-sent events for progress) at MCPPath, behind two small
-// middlewares: a DNS-rebinding guard when the server listens on loopback and
-// bearer-token authentication when an Authenticator is set.
+// sessions, server-sent events for progress) at MCPPath, behind small
+// middlewares: a DNS-rebinding and cross-origin guard when the server listens
+// on loopback, a request guard (JSON bodies only, one Authorization header),
+// and bearer-token authentication when an Authenticator is set. Every limit
+// holds under abuse: requests must arrive within ReadTimeout, sessions end
+// after SessionIdle without a request, and each identity holds at most
+// MaxSessions of them.
 
 // MCPPath, ExecutePath and HealthPath are the endpoints of the HTTP
 // transport.
@@ -84,7 +89,8 @@ type HTTPOptions struct {
 	// Loopback says the server listens on a loopback address only. Requests
 	// must then name it in their Host header — localhost or a loopback IP
 	// literal (127.0.0.1, [::1]) with Port — and a browser's Origin, if any,
-	// must be loopback too: DNS-rebinding protection.
+	// must be the server's own (http, a loopback host, Port): protection
+	// from DNS rebinding and from web pages on other local ports.
 	Loopback bool
 	// Port is the listening port that Host headers must carry when Loopback.
 	Port string
@@ -99,7 +105,24 @@ type HTTPOptions struct {
 	// Execute, when set, serves ExecutePath (REST tool calls, see REST)
 	// behind the same guard and authentication as MCPPath.
 	Execute http.Handler
+	// ReadTimeout bounds the reading of one request, headers and body
+	// (default DefaultReadTimeout): a client trickling either loses its
+	// connection. Responses, event streams included, are not bounded.
+	ReadTimeout time.Duration
+	// SessionIdle ends a session that has received no request for this
+	// long (default DefaultSessionIdle; negative: never).
+	SessionIdle time.Duration
+	// MaxSessions caps the sessions of one identity (default
+	// DefaultMaxSessions; negative: no cap). See sessionLimiter.
+	MaxSessions int
 }
+
+// Defaults of HTTPOptions.
+const (
+	DefaultReadTimeout = 30 * time.Second
+	DefaultSessionIdle = time.Hour
+	DefaultMaxSessions = 64
+)
 
 // HTTPServer is the streamable HTTP transport of one MCP server. It is an
 // http.Handler; Serve runs it on a listener with graceful shutdown.
@@ -124,6 +147,8 @@ type HTTPServer struct {
 	// grace.
 	calls       context.Context
 	cancelCalls context.CancelFunc
+	// sessions caps each identity's sessions; nil without a cap.
+	sessions *sessionLimiter
 }
 
 // NewHTTP returns the HTTP transport of srv. It adds a receiving middleware
@@ -136,13 +161,29 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 10 * time.Second
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.SessionIdle == 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
 	h := &HTTPServer{opts: opts}
 	h.streams, h.endStreams = context.WithCancel(context.Background())
 	h.calls, h.cancelCalls = context.WithCancel(context.Background())
 	srv.AddReceivingMiddleware(h.cancelOnStop)
+	if opts.MaxSessions > 0 {
+		h.sessions = newSessionLimiter(opts.MaxSessions)
+		srv.AddReceivingMiddleware(h.sessions.middleware)
+	}
 
+	// The go-sdk closes a session once SessionIdle passes without a
+	// request on it (a call in progress holds it open).
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger: opts.Logger,
+		Logger:         opts.Logger,
+		SessionTimeout: max(opts.SessionIdle, 0),
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, streamable)
@@ -187,6 +228,7 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 		}
 	}
 	next = h.track(next)
+	next = RequestGuard(next)
 	if opts.Loopback {
 		next = LoopbackGuard(opts.Port, next)
 	}
@@ -205,10 +247,15 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ends the standalone event streams and closes every connection. It returns
 // nil after a shutdown, or the listener's error.
 func (h *HTTPServer) Serve(ctx context.Context, ln net.Listener) error {
+	// ReadTimeout covers a request's headers and body: net/http clears
+	// the connection's read deadline once the body is read, so long calls
+	// and event streams are not cut by it.
 	hs := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, h.opts.ReadTimeout),
+		ReadTimeout:       h.opts.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(h.opts.Logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
@@ -368,10 +415,36 @@ func bearerToken(r *http.Request) (string, bool) {
 	return fields[1], true
 }
 
+// RequestGuard refuses what no client of this server sends and a forger
+// would: a POST whose body is not JSON (415; a web page can post
+// text/plain, form and multipart bodies without asking the server first,
+// but never application/json) and a request with more than one
+// Authorization header (400; which one a proxy, this server and the
+// go-sdk would each read is anyone's guess).
+func RequestGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			writeHTTPError(w, http.StatusBadRequest, "ambiguous_authorization",
+				"the request carries more than one Authorization header; send exactly one: Authorization: Bearer TOKEN")
+			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeHTTPError(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+					fmt.Sprintf("Content-Type %q is not application/json; send a JSON body with Content-Type: application/json", r.Header.Get("Content-Type")))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // LoopbackGuard protects a server listening on loopback from DNS rebinding
-// and cross-origin browser requests: it answers 403 unless the Host header
-// names a loopback host (localhost or a loopback IP literal) with port, and
-// any Origin header is a loopback origin.
+// and from web pages: it answers 403 unless the Host header names a
+// loopback host (localhost or a loopback IP literal) with port, and any
+// Origin header is the server's own origin — http, a loopback host, port.
+// Loopback is not a credential: a page served by anything else on this
+// machine (another port is another origin) is refused like any other.
 func LoopbackGuard(port string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host, port) {
@@ -379,9 +452,9 @@ func LoopbackGuard(port string, next http.Handler) http.Handler {
 				fmt.Sprintf("Host %q is not this server's loopback address (localhost:%s, 127.0.0.1:%s or [::1]:%s)", r.Host, port, port, port))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
+		if origin, sent := r.Header["Origin"]; sent && (len(origin) != 1 || !ownOrigin(origin[0], port)) {
 			writeHTTPError(w, http.StatusForbidden, "forbidden_origin",
-				fmt.Sprintf("cross-origin request from %q refused", origin))
+				fmt.Sprintf("cross-origin request from %q refused: only this server's own origin (http://localhost:%s) may call it", strings.Join(origin, ", "), port))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -402,14 +475,20 @@ func loopbackHost(hostport, port string) bool {
 	return p == port && isLoopbackName(host)
 }
 
-// loopbackOrigin reports whether an Origin header is an http(s) origin on a
-// loopback host ("null" and other opaque origins are not).
-func loopbackOrigin(origin string) bool {
+// ownOrigin reports whether an Origin header is this server's own origin:
+// http on a loopback host with port (no port is 80). "null" and other
+// opaque origins, https (the server speaks plain HTTP) and other ports are
+// not.
+func ownOrigin(origin, port string) bool {
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" || u.User != nil {
 		return false
 	}
-	return isLoopbackName(u.Hostname())
+	p := u.Port()
+	if p == "" {
+		p = "80"
+	}
+	return p == port && isLoopbackName(u.Hostname())
 }
 
 func isLoopbackName(host string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -129,9 +130,17 @@ func TestHTTPLoopbackGuardOrigin(t *testing.T) {
 	}{
 		{"", true},
 		{"http://localhost:43817", true},
-		{"http://127.0.0.1:3000", true},
-		{"https://[::1]", true},
+		{"http://127.0.0.1:43817", true},
+		{"http://[::1]:43817", true},
+		// Loopback is not a credential: a page on another local port is
+		// another origin.
+		{"http://127.0.0.1:3000", false},
+		{"http://localhost:43818", false},
+		{"http://localhost", false},
+		{"https://[::1]", false},
+		{"https://localhost:43817", false},
 		{"https://evil.example", false},
+		{"http://evil.example:43817", false},
 		{"http://localhost.evil.example", false},
 		{"null", false},
 		{"file://", false},
@@ -450,5 +459,190 @@ func TestHTTPTokens(t *testing.T) {
 	}
 	if rec := do(t, h, http.MethodPost, MCPPath, "example.com:8080", "Authorization", "Bearer tok-c"); rec.Code != http.StatusUnauthorized {
 		t.Fatalf("unknown token: status %d", rec.Code)
+	}
+}
+
+func TestHTTPRequestGuard(t *testing.T) {
+	for _, opts := range []HTTPOptions{{Loopback: true, Port: "43817"}, {Authenticate: StaticToken("s3cret-token")}} {
+		h := NewHTTP(testServer(), opts)
+		auth := []string{"Authorization", "Bearer s3cret-token"}
+		// A web page can post these without a CORS preflight; no MCP or
+		// REST client sends them.
+		for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+			"multipart/form-data; boundary=x", "", "application/jsonx", "json"} {
+			for _, path := range []string{MCPPath, ExecutePath} {
+				wantError(t, do(t, h, http.MethodPost, path, "127.0.0.1:43817", append([]string{"Content-Type", ct}, auth...)...),
+					http.StatusUnsupportedMediaType, "unsupported_media_type")
+			}
+		}
+		if rec := do(t, h, http.MethodPost, MCPPath, "127.0.0.1:43817", append([]string{"Content-Type", "Application/JSON; charset=utf-8"}, auth...)...); rec.Code != http.StatusOK {
+			t.Errorf("JSON with parameters: %d %s", rec.Code, rec.Body)
+		}
+		// Two Authorization headers, whatever they hold.
+		for _, pair := range [][2]string{{"Bearer s3cret-token", "Bearer s3cret-token"}, {"Bearer s3cret-token", "Bearer other"}, {"Bearer other", "Bearer s3cret-token"}} {
+			req := httptest.NewRequest(http.MethodPost, MCPPath, strings.NewReader(initializeBody))
+			req.Host = "127.0.0.1:43817"
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Add("Authorization", pair[0])
+			req.Header.Add("Authorization", pair[1])
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			wantError(t, rec, http.StatusBadRequest, "ambiguous_authorization")
+		}
+	}
+}
+
+// initializeSession opens a session over h's listener with token and
+// returns its id.
+func initializeSession(t *testing.T, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initializeBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	return resp.Header.Get("Mcp-Session-Id")
+}
+
+func pingSession(t *testing.T, url, token, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// waitFor polls cond for up to 5s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestHTTPSessionCapPerIdentity(t *testing.T) {
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	defer close(release)
+	ln, port := listen(t)
+	h := NewHTTP(blockingServer(started, release), HTTPOptions{Loopback: true, Port: port, MaxSessions: 3,
+		Authenticate: Tokens(map[string]string{"tok-a": "agent-a", "tok-b": "agent-b"})})
+	serve(t, h, ln)
+	url := "http://" + ln.Addr().String() + MCPPath
+	var ids []string
+	for range 10 {
+		ids = append(ids, initializeSession(t, url, "tok-a"))
+	}
+	waitFor(t, "evicted sessions to close", func() bool { return pingSession(t, url, "tok-a", ids[6]) == http.StatusNotFound })
+	for i, id := range ids {
+		want := http.StatusNotFound
+		if i >= 7 {
+			want = http.StatusOK
+		}
+		if got := pingSession(t, url, "tok-a", id); got != want {
+			t.Errorf("session %d of 10 (cap 3): ping %d, want %d", i, got, want)
+		}
+	}
+	if n := h.sessions.count("agent-a"); n != 3 {
+		t.Errorf("agent-a holds %d sessions, want 3", n)
+	}
+	// The least recently used goes: session 7 was pinged first above, so
+	// after a ping of 8 and 9 it is the oldest.
+	pingSession(t, url, "tok-a", ids[8])
+	pingSession(t, url, "tok-a", ids[9])
+	ids = append(ids, initializeSession(t, url, "tok-a"))
+	waitFor(t, "session 7 to be evicted", func() bool { return pingSession(t, url, "tok-a", ids[7]) == http.StatusNotFound })
+	// Another identity has its own cap.
+	b := connect(t, url, "tok-b")
+	if err := b.Ping(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	// A session with a call in flight is never evicted: with all three
+	// busy, a fourth initialize is refused.
+	busy := []*mcp.ClientSession{connect(t, url, "tok-b"), connect(t, url, "tok-b")}
+	busy = append(busy, b)
+	for _, s := range busy {
+		go s.CallTool(context.Background(), &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		<-started
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initializeBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer tok-b")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "too many sessions") {
+		t.Errorf("a fourth session while three calls run: %d %s", resp.StatusCode, body)
+	}
+	if n := h.sessions.count("agent-b"); n != 3 {
+		t.Errorf("agent-b holds %d sessions, want 3", n)
+	}
+}
+
+func TestHTTPSessionIdleTimeout(t *testing.T) {
+	ln, port := listen(t)
+	h := NewHTTP(testServer(), HTTPOptions{Loopback: true, Port: port, SessionIdle: 300 * time.Millisecond,
+		Authenticate: StaticToken("tok")})
+	serve(t, h, ln)
+	url := "http://" + ln.Addr().String() + MCPPath
+	id := initializeSession(t, url, "tok")
+	for range 4 {
+		time.Sleep(150 * time.Millisecond)
+		if got := pingSession(t, url, "tok", id); got != http.StatusOK {
+			t.Fatalf("a session in use expired: %d", got)
+		}
+	}
+	waitFor(t, "the idle session to expire", func() bool { return h.sessions.count("token") == 0 })
+	if got := pingSession(t, url, "tok", id); got != http.StatusNotFound {
+		t.Errorf("an idle session: ping %d, want 404", got)
+	}
+}
+
+func TestHTTPReadTimeout(t *testing.T) {
+	ln, port := listen(t)
+	h := NewHTTP(testServer(), HTTPOptions{Loopback: true, Port: port, ReadTimeout: 300 * time.Millisecond})
+	serve(t, h, ln)
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	begin := time.Now()
+	_, _ = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:"+port+"\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{")
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.Copy(io.Discard, conn)
+	if held := time.Since(begin); held > 2*time.Second {
+		t.Errorf("a trickled body held the connection %v (read timeout 300ms)", held)
+	}
+	// A slow call is not cut by it.
+	session := connect(t, "http://"+ln.Addr().String()+MCPPath, "")
+	time.Sleep(500 * time.Millisecond)
+	if _, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}}); err != nil {
+		t.Errorf("a call after the read timeout: %v", err)
 	}
 }

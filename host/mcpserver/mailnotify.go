@@ -56,15 +56,28 @@ func (n *MailNotifier) track(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// Bind records that session acts for agentID.
+// Bind records that session acts for agentID, until the session ends.
 func (n *MailNotifier) Bind(session *mcp.ServerSession, agentID string) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	_, known := n.sessions[session]
 	n.sessions[session] = agentID
+	n.mu.Unlock()
+	if !known {
+		// Forget the session as soon as it ends: holding it until the next
+		// mail kept every closed session's memory (thousands of
+		// initializes grew the server by hundreds of megabytes).
+		go func() {
+			_ = session.Wait()
+			n.mu.Lock()
+			delete(n.sessions, session)
+			n.mu.Unlock()
+		}()
+	}
 }
 
 // MailArrived sends the notice to every connected session of toAgentID,
-// forgetting sessions that have closed.
+// forgetting sessions that have closed (Bind forgets them too, as they
+// end).
 func (n *MailNotifier) MailArrived(ctx context.Context, toAgentID string, m mail.Notice) {
 	live := map[*mcp.ServerSession]bool{}
 	for ss := range n.srv.Sessions() {

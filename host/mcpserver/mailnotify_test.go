@@ -60,7 +60,24 @@ func TestMailNotifierReachesTheRecipientsSession(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 
-	// A closed session is forgotten.
+	// A closed session is forgotten as it ends, before any mail: sessions
+	// kept until the next mail held the memory of every closed one.
+	for range 20 {
+		connect().Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n.mu.Lock()
+		sessions := len(n.sessions)
+		n.mu.Unlock()
+		if sessions == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions tracked after 20 of 21 closed, with no mail since", sessions)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cs := connect()
 	cs.Close()
 	time.Sleep(50 * time.Millisecond)

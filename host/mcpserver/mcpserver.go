@@ -40,6 +40,9 @@ type Options struct {
 	// auth.TokenInfo.UserID, from the Authenticator) to its caller; nil, or
 	// a nil answer, gives a caller with that ID and no role.
 	Callers func(id string) *abi.Caller
+	// Auditor records the REST calls refused before the dispatcher saw
+	// them (an agentId that is not the caller's); nil records none.
+	Auditor dispatch.Auditor
 }
 
 // ProtocolVersions are the MCP versions the server negotiates, newest

@@ -1,10 +1,12 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -70,12 +72,22 @@ func REST(d *dispatch.Dispatcher, opts Options) http.Handler {
 				`send {"agentId": ID, "toolName": NAME, "input": {...}}`))
 			return
 		}
-		for field, v := range map[string]string{"agentId": body.AgentID, "toolName": body.ToolName} {
-			if v == "" {
-				env := abi.NewEnvelope(abi.CodeMissingRequired, field+" is required", `send {"agentId": ID, "toolName": NAME, "input": {...}}`)
-				writeREST(w, http.StatusBadRequest, nil, env.WithDetail("field", field))
-				return
+		// Every missing field, in a fixed order: ranging over a map named a
+		// random one of two, so the same request got different answers.
+		var missing []string
+		for _, f := range []struct{ name, value string }{{"agentId", body.AgentID}, {"toolName", body.ToolName}} {
+			if f.value == "" {
+				missing = append(missing, f.name)
 			}
+		}
+		if len(missing) > 0 {
+			msg := strings.Join(missing, " and ") + " is required"
+			if len(missing) > 1 {
+				msg = strings.Join(missing, " and ") + " are required"
+			}
+			env := abi.NewEnvelope(abi.CodeMissingRequired, msg, `send {"agentId": ID, "toolName": NAME, "input": {...}}`)
+			writeREST(w, http.StatusBadRequest, nil, env.WithDetail("field", missing[0]).WithDetail("fields", missing))
+			return
 		}
 		if c == nil || c.ID != body.AgentID {
 			id := ""
@@ -86,6 +98,7 @@ func REST(d *dispatch.Dispatcher, opts Options) http.Handler {
 				fmt.Sprintf("agentId %q is not the identity this request authenticated as (%q)", body.AgentID, id),
 				"send the agentId of the agent whose bearer token you use")
 			env.Details = map[string]any{"agent_id": body.AgentID, "authenticated_as": id}
+			recordMismatch(r.Context(), opts.Auditor, c, body.ToolName, env)
 			writeREST(w, http.StatusForbidden, nil, env)
 			return
 		}
@@ -112,4 +125,17 @@ func writeREST(w http.ResponseWriter, status int, data json.RawMessage, env *abi
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(RESTResponse{Success: env == nil, Data: data, Error: env,
 		Timestamp: time.Now().UTC().Format(time.RFC3339Nano)})
+}
+
+// recordMismatch writes a REST call whose agentId is not its identity to
+// the decision log, under the identity that made it: an attempt to act as
+// someone else is what an operator looks for first. The input is left out:
+// the tool was never resolved, so which fields are sensitive is unknown.
+func recordMismatch(ctx context.Context, a dispatch.Auditor, c *abi.Caller, tool string, env *abi.Envelope) {
+	if a == nil {
+		return
+	}
+	after := context.WithoutCancel(ctx)
+	id := a.Invoked(after, dispatch.AuditCall{Caller: c, Tool: tool})
+	a.Finished(after, id, dispatch.AuditOutcome{Envelope: env})
 }

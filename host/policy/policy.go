@@ -51,8 +51,13 @@ type Agent struct {
 	TaskID    string `json:"task_id,omitempty"`
 	AttemptID string `json:"attempt_id,omitempty"`
 	// Token is the agent's HTTP bearer token; an agent without one can only
-	// be served over stdio (serve --agent ID).
+	// be served over stdio (serve --agent ID). At least MinTokenLength
+	// characters.
 	Token string `json:"token,omitempty"`
+	// Scope widens (or narrows) the board work the agent reaches beyond
+	// its type's default (see Policy.Scope): "all", "own", or a list of
+	// task ids reachable besides its own work. Nil keeps the default.
+	Scope *Grant `json:"scope,omitempty"`
 }
 
 // Caller is the agent as the dispatcher and plugins see it.
@@ -170,10 +175,21 @@ func Parse(name string, data []byte) (*Policy, error) {
 			if strings.IndexFunc(a.Token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r > unicode.MaxASCII }) >= 0 {
 				fail("%s: field token must be printable ASCII without spaces", where)
 			}
+			if n := len(a.Token); n < MinTokenLength {
+				fail("%s: field token is %d characters; a bearer token needs at least %d random ones (e.g. openssl rand -hex 32)",
+					where, n, MinTokenLength)
+			}
 			if other, dup := tokens[a.Token]; dup {
 				fail("%s: field token is the same as agent %q's; every agent needs its own", where, other)
 			}
 			tokens[a.Token] = a.ID
+		}
+		if a.Scope != nil {
+			for j, id := range a.Scope.Tasks {
+				if id == "" || strings.TrimSpace(id) != id {
+					fail("%s: field scope[%d]: a task id must be non-empty, without surrounding spaces", where, j)
+				}
+			}
 		}
 		if _, dup := p.byID[a.ID]; !dup {
 			p.byID[a.ID] = i

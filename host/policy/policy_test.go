@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,9 +179,9 @@ func TestAgentsFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "agents.json")
 	if err := os.WriteFile(file, []byte(`{
 	  "agents": [
-	    {"id": "sup", "type": "SUPERVISOR", "token": "tok-sup"},
+	    {"id": "sup", "type": "SUPERVISOR", "token": "tok-sup-0123456789abcdef0123456789"},
 	    {"id": "orch", "type": "ORCHESTRATOR", "supervisor": "sup"},
-	    {"id": "w1", "type": "WORKER", "supervisor": "orch", "task_id": "t1", "attempt_id": "a1", "token": "tok-w1"}
+	    {"id": "w1", "type": "WORKER", "supervisor": "orch", "task_id": "t1", "attempt_id": "a1", "token": "tok-w1-0123456789abcdef01234567890"}
 	  ],
 	  "critical_tools": ["start_task_attempt", "mcp__epic__*"]
 	}`), 0o600); err != nil {
@@ -202,7 +203,7 @@ func TestAgentsFile(t *testing.T) {
 	if _, ok := p.Caller("nobody"); ok {
 		t.Error("an unknown agent has a caller")
 	}
-	if got := p.Tokens(); len(got) != 2 || got["tok-sup"] != "sup" || got["tok-w1"] != "w1" {
+	if got := p.Tokens(); len(got) != 2 || got["tok-sup-0123456789abcdef0123456789"] != "sup" || got["tok-w1-0123456789abcdef01234567890"] != "w1" {
 		t.Errorf("tokens = %v", got)
 	}
 	if !p.Critical(&abi.Tool{Name: "start_task_attempt"}) || !p.Critical(&abi.Tool{Name: "x", Aliases: []string{"mcp__epic__x"}}) ||
@@ -227,8 +228,13 @@ func TestAgentsFileErrors(t *testing.T) {
 		{"self supervisor", `{"agents":[{"id":"w1","type":"WORKER","supervisor":"w1"}]}`, []string{`"w1"`, "supervisor", "itself"}},
 		{"duplicate id", `{"agents":[{"id":"a","type":"WORKER"},{"id":"a","type":"SUPERVISOR"}]}`,
 			[]string{"agents[1]", `"a"`, "id", "duplicate of agents[0]"}},
-		{"duplicate token", `{"agents":[{"id":"a","type":"WORKER","token":"same-token"},{"id":"b","type":"WORKER","token":"same-token"}]}`,
+		{"duplicate token", `{"agents":[{"id":"a","type":"WORKER","token":"same-token-0123456789abcdef012345"},{"id":"b","type":"WORKER","token":"same-token-0123456789abcdef012345"}]}`,
 			[]string{"agents[1]", `"b"`, "token", `"a"`}},
+		{"short token", `{"agents":[{"id":"a","type":"WORKER","token":"short-token-0123456789abcdef012"}]}`,
+			[]string{"agents[0]", `"a"`, "token", "31 characters", "at least 32"}},
+		{"bad scope word", `{"agents":[{"id":"a","type":"WORKER","scope":"everything"}]}`, []string{"scope", `"all"`}},
+		{"bad scope type", `{"agents":[{"id":"a","type":"WORKER","scope":5}]}`, []string{"scope"}},
+		{"empty scope task", `{"agents":[{"id":"a","type":"WORKER","scope":["t1",""]}]}`, []string{"agents[0]", "scope[1]"}},
 		{"bad type", `{"agents":[{"id":"a","type":"BOSS"}]}`, []string{"agents[0]", `"a"`, "type", `"BOSS"`, "WORKER"}},
 		{"empty id", `{"agents":[{"type":"WORKER"}]}`, []string{"agents[0]", "id is empty"}},
 		{"reserved id", `{"agents":[{"id":"local","type":"WORKER"}]}`, []string{"agents[0]", "id", "reserved"}},
@@ -252,5 +258,85 @@ func TestAgentsFileErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// scopeMatrix is the board work each kind of agent reaches by default and
+// with a grant, extending the permission matrix from tools to data: the
+// agents file below configures one of each, all with task t1 and attempt
+// a1 of their own. Rows list what each reaches: "*" everything, else the
+// tasks held whole (t…) and the single attempts (a…).
+var scopeMatrix = []struct {
+	agent string
+	want  policy.Scope
+}{
+	{"sup", policy.Scope{All: true}},
+	{"orch", policy.Scope{All: true}},
+	{"w-attempt", policy.Scope{Attempts: []string{"a1"}}},
+	{"w-task", policy.Scope{Tasks: []string{"t1"}}},
+	{"w-none", policy.Scope{}},
+	{"w-list", policy.Scope{Attempts: []string{"a1"}, Tasks: []string{"t2", "t3"}}},
+	{"w-all", policy.Scope{All: true}},
+	{"w-own", policy.Scope{Attempts: []string{"a1"}}},
+	{"orch-own", policy.Scope{Tasks: []string{"t1"}}},
+	{"sup-list", policy.Scope{Tasks: []string{"t2"}}},
+}
+
+func TestScopeMatrix(t *testing.T) {
+	p, err := policy.Parse("agents.json", []byte(`{"agents": [
+	  {"id": "sup", "type": "SUPERVISOR", "task_id": "t1", "attempt_id": "a1"},
+	  {"id": "orch", "type": "ORCHESTRATOR", "task_id": "t1", "attempt_id": "a1"},
+	  {"id": "w-attempt", "type": "WORKER", "task_id": "t1", "attempt_id": "a1"},
+	  {"id": "w-task", "type": "WORKER", "task_id": "t1"},
+	  {"id": "w-none", "type": "WORKER"},
+	  {"id": "w-list", "type": "WORKER", "task_id": "t1", "attempt_id": "a1", "scope": ["t2", "t3", "t2"]},
+	  {"id": "w-all", "type": "WORKER", "task_id": "t1", "attempt_id": "a1", "scope": "all"},
+	  {"id": "w-own", "type": "WORKER", "task_id": "t1", "attempt_id": "a1", "scope": "own"},
+	  {"id": "orch-own", "type": "ORCHESTRATOR", "task_id": "t1", "scope": "own"},
+	  {"id": "sup-list", "type": "SUPERVISOR", "scope": ["t2"]}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range scopeMatrix {
+		c, ok := p.Caller(row.agent)
+		if !ok {
+			t.Fatalf("no agent %s", row.agent)
+		}
+		got := p.Scope(c)
+		if got.All != row.want.All || !slices.Equal(got.Tasks, row.want.Tasks) || !slices.Equal(got.Attempts, row.want.Attempts) {
+			t.Errorf("%s: scope %+v, want %+v", row.agent, got, row.want)
+		}
+		// A scope holds what it names, and nothing else unless it is all.
+		for _, task := range []string{"t1", "t2", "t3", "t9"} {
+			if want := row.want.All || slices.Contains(row.want.Tasks, task); got.HasTask(task) != want {
+				t.Errorf("%s: HasTask(%s) = %v", row.agent, task, !want)
+			}
+		}
+		for _, at := range []string{"a1", "a9"} {
+			if want := row.want.All || slices.Contains(row.want.Attempts, at); got.HasAttempt(at) != want {
+				t.Errorf("%s: HasAttempt(%s) = %v", row.agent, at, !want)
+			}
+		}
+	}
+	// The local identity and a call without a caller reach everything; an
+	// identity the file does not know, by its role.
+	for _, c := range []*abi.Caller{nil, policy.Local(), {ID: "ghost", Role: policy.Orchestrator}} {
+		if !p.Scope(c).All {
+			t.Errorf("scope of %+v is not everything", c)
+		}
+	}
+	if s := p.Scope(&abi.Caller{ID: "ghost", Role: policy.Worker}); !s.Empty() {
+		t.Errorf("an unknown WORKER reaches %+v", s)
+	}
+	// The grant round-trips through JSON.
+	for _, in := range []string{`"all"`, `"own"`, `["t1","t2"]`} {
+		var g policy.Grant
+		if err := json.Unmarshal([]byte(in), &g); err != nil {
+			t.Fatal(err)
+		}
+		if out, _ := json.Marshal(g); string(out) != in {
+			t.Errorf("grant %s → %s", in, out)
+		}
 	}
 }

@@ -14,6 +14,13 @@
 // os.Root's unexported error values; os.Root stays the enforcement, the
 // package's own walk only classifies.
 //
+// A regular file with more than one link, or on another device than its
+// worktree, is refused like a symlink leading outside: a hard link shares
+// its content with a file that may lie anywhere on the file system (an
+// agent can link a key of the user's into its worktree), and another device
+// came in through a mount. The check is made on the file opened, so no
+// swap after it changes what is read.
+//
 // Reads are bounded: one ReadAt of at most max_bytes plus a few lookahead
 // bytes, never the whole file, so a huge or growing file costs an agent a
 // page, not the host its memory.

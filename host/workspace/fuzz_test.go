@@ -11,7 +11,7 @@ import (
 
 // FuzzReadFilePath feeds arbitrary paths to ReadFile and Stat over a
 // worktree surrounded by secrets (outside it, in a sibling sharing its
-// prefix, in .git) and reachable by symlinks that leave it. Whatever the
+// prefix, in .git) and reachable by symlinks that leave it or hard links. Whatever the
 // path, a read returns one of the worktree's own files or nothing, errors
 // are envelopes, and nothing panics.
 // Run longer with: go test -fuzz FuzzReadFilePath ./host/workspace
@@ -27,6 +27,7 @@ func FuzzReadFilePath(f *testing.F) {
 		"r/.git", "other/.git/config", "other/.GIT/config", "other/cfg", "other/cfg2",
 		"r/gitlink/../../main/.git/config", "r/vendor/lib/.git/config", "r/file.txt\x00",
 		filepath.Join(fx.base, "secret.txt"), "r//./sub/../../wt/file.txt", "r\\..\\secret.txt",
+		"r/hardlink", "r/tohardlink", "r/twin1", "r/sub/twin2",
 	} {
 		f.Add(p)
 	}

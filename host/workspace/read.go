@@ -65,14 +65,29 @@ const (
 		"and page through the file with start"
 	hintPaths = "call get_attempt_changes to list the attempt's repo-prefixed paths, " +
 		"and pass one as path to get_attempt_file"
+
+	hintLinked = "get_attempt_file does not read hard-linked files (more than one link) or files on another file system: " +
+		"their content may lie outside the attempt's worktrees; have the agent replace the file with a copy " +
+		"(cp --remove-destination), or call get_attempt_changes for other paths"
 )
 
 // target is a path that passed every check, ready to open.
 type target struct {
 	root  *os.Root
+	dev   uint64 // the worktree's device
 	clean string // repo-prefixed, for FileSlice.Path
 	rel   string // symlink-free, inside root
 	info  fs.FileInfo
+}
+
+// linked reports whether fi, a regular file of t's worktree, may hold
+// content from outside it: a hard link shares its content with a file
+// that may lie anywhere on the same file system, and a file on another
+// device than the worktree's came in through a mount. Like a symlink
+// leading outside, such a file is refused, not read.
+func (t target) linked(fi fs.FileInfo) bool {
+	id, ok := fileIdentity(fi)
+	return ok && fi.Mode().IsRegular() && (id.nlink > 1 || id.dev != t.dev)
 }
 
 // find resolves an agent path. blocked is true, with a nil error, for a
@@ -96,7 +111,7 @@ func (w *Workspace) find(p string) (t target, blocked bool, err error) {
 		return t, false, abi.NewEnvelope(abi.CodeInvalidArgument, msg, hintPaths).
 			WithDetail("field", "path").WithDetail("repos", w.Repos())
 	}
-	t.root = root
+	t.root, t.dev = root, w.devs[repo]
 	t.clean = path.Join(repo, rel)
 	t.rel, t.info, err = resolve(root, rel)
 	switch {
@@ -183,6 +198,12 @@ func (w *Workspace) ReadFile(p string, start int64, maxBytes int) (FileSlice, er
 	if !fi.Mode().IsRegular() {
 		return FileSlice{}, notRegular(t.clean, fi)
 	}
+	if t.linked(fi) {
+		// Checked on the opened file: no swap after the check can change
+		// what is read.
+		return FileSlice{Path: t.clean, Start: start, Blocked: true,
+			BlockedReason: BlockedOutsideWorkspace, Hint: hintLinked}, nil
+	}
 	if !os.SameFile(fi, t.info) {
 		// The tree changed between the walk and the open, and what was
 		// opened was not checked; the worktree is still being written.
@@ -260,7 +281,7 @@ func (w *Workspace) Stat(p string) (size int64, isDir bool, blocked string, err 
 	if err != nil {
 		return 0, false, "", err
 	}
-	if out {
+	if out || t.linked(t.info) {
 		return 0, false, BlockedOutsideWorkspace, nil
 	}
 	return t.info.Size(), t.info.IsDir(), "", nil

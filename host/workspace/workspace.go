@@ -23,6 +23,7 @@ type Repo struct {
 type Workspace struct {
 	names []string
 	roots map[string]*os.Root
+	devs  map[string]uint64 // device of each worktree, where link counts exist
 }
 
 // ErrOutsideWorkspace is returned by SplitPath for a path that may not be
@@ -51,7 +52,7 @@ func Open(repos []Repo) (*Workspace, error) {
 	if len(repos) == 0 {
 		return nil, errors.New("workspace: no repos")
 	}
-	w := &Workspace{roots: make(map[string]*os.Root, len(repos))}
+	w := &Workspace{roots: make(map[string]*os.Root, len(repos)), devs: make(map[string]uint64, len(repos))}
 	for _, r := range repos {
 		if err := checkName(r.Name); err != nil {
 			w.Close()
@@ -61,6 +62,12 @@ func Open(repos []Repo) (*Workspace, error) {
 			w.Close()
 			return nil, fmt.Errorf("workspace: duplicate repo name %q", r.Name)
 		}
+		// os.OpenRoot follows a symlink in the worktree's own place; an
+		// agent that swapped its directory for one must not move the root.
+		if fi, err := os.Lstat(r.Dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			w.Close()
+			return nil, fmt.Errorf("workspace: repo %q: %s is a symbolic link, not the worktree", r.Name, r.Dir)
+		}
 		root, err := os.OpenRoot(r.Dir)
 		if err != nil {
 			w.Close()
@@ -68,6 +75,11 @@ func Open(repos []Repo) (*Workspace, error) {
 		}
 		w.names = append(w.names, r.Name)
 		w.roots[r.Name] = root
+		if fi, err := root.Stat("."); err == nil {
+			if id, ok := fileIdentity(fi); ok {
+				w.devs[r.Name] = id.dev
+			}
+		}
 	}
 	return w, nil
 }

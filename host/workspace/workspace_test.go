@@ -81,6 +81,17 @@ func newFixture(t testing.TB) *fixture {
 	symlink(t, filepath.Join(f.wt, "file.txt"), filepath.Join(f.wt, "absinside"))
 	symlink(t, "../wt/file.txt", filepath.Join(f.wt, "roundtrip"))
 	symlink(t, ".git", filepath.Join(f.wt, "gitlink"))
+	// A hard link shares its content with a file outside; one between two
+	// files of the worktree is refused too (nothing tells the other link's
+	// place), and so is a symlink to either.
+	if err := os.Link(filepath.Join(base, "secret.txt"), filepath.Join(f.wt, "hardlink")); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, "hardlink", filepath.Join(f.wt, "tohardlink"))
+	write(t, filepath.Join(f.wt, "twin1"), "twin\n")
+	if err := os.Link(filepath.Join(f.wt, "twin1"), filepath.Join(f.wt, "sub", "twin2")); err != nil {
+		t.Fatal(err)
+	}
 
 	write(t, filepath.Join(f.wt2, "README.md"), "# other\n")
 	write(t, filepath.Join(f.wt2, "sub", "x"), "x\n")
@@ -174,6 +185,9 @@ func TestReadFileRefused(t *testing.T) {
 		{"symlink to the .git file", "r/gitlink", false},
 		{"symlink into the .git directory", "other/cfg", false},
 		{"symlink into .git through dotdot and case", "other/cfg2", false},
+		{"hard link to a file outside", "r/hardlink", false},
+		{"symlink to a hard link to a file outside", "r/tohardlink", false},
+		{"hard link between two files inside", "r/sub/twin2", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

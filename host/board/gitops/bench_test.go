@@ -15,7 +15,7 @@ import (
 var (
 	benchOnce sync.Once
 	benchRoot string
-	benchWT   string
+	benchWT   Clone
 	benchBase string
 	benchErr  error
 )
@@ -31,7 +31,7 @@ func cleanupBench() {
 // benchFixture is a repository with 5,000 committed files (20 lines each,
 // in 50 directories, packed) and an attempt worktree in which 4,500 of them are
 // modified, 500 deleted, and 500 new untracked files added: 5,500 changes.
-func benchFixture(b *testing.B) (worktree, base string) {
+func benchFixture(b *testing.B) (attempt Clone, base string) {
 	b.Helper()
 	benchOnce.Do(func() { benchErr = buildBenchFixture(b) })
 	if benchErr != nil {
@@ -62,12 +62,12 @@ func buildBenchFixture(b *testing.B) error {
 	// Packed, as in a clone: 5,000 loose objects would make reading the
 	// base side of the diff about twice as slow as it is in practice.
 	gitT(b, repo, "repack", "-a", "-d", "-q")
-	benchWT = filepath.Join(benchRoot, "wt")
-	if benchBase, err = AddWorktree(b.Context(), repo, benchWT, "pb/bench", "main"); err != nil {
+	benchWT = Clone{Source: repo, Dir: filepath.Join(benchRoot, "wt"), HostDir: filepath.Join(benchRoot, "hostgit")}
+	if benchBase, err = AddClone(b.Context(), benchWT, "pb/bench", "main"); err != nil {
 		return err
 	}
 	for i := range benchFiles {
-		p := filepath.Join(benchWT, filepath.FromSlash(name(i)))
+		p := filepath.Join(benchWT.Dir, filepath.FromSlash(name(i)))
 		if i%10 == 0 {
 			if err := os.Remove(p); err != nil {
 				return err
@@ -82,7 +82,7 @@ func buildBenchFixture(b *testing.B) error {
 	for i := range 500 {
 		added[fmt.Sprintf("new%d/n%03d.txt", i%10, i)] = fmt.Sprintf("brand new file %d\nsecond line\n", i)
 	}
-	writeFiles(b, benchWT, added)
+	writeFiles(b, benchWT.Dir, added)
 	return nil
 }
 
@@ -108,7 +108,7 @@ func BenchmarkGitStatus5000(b *testing.B) {
 	wt, _ := benchFixture(b)
 	for b.Loop() {
 		cmd := exec.CommandContext(b.Context(), "git", "status", "--porcelain")
-		cmd.Dir = wt
+		cmd.Dir = wt.Dir
 		if out, err := cmd.Output(); err != nil || len(out) == 0 {
 			b.Fatalf("git status: %v", err)
 		}

@@ -60,33 +60,39 @@ func Summarize(changes []FileChange) Summary {
 // instead of spending seconds comparing every pair.
 const renameLimit = "-l1000"
 
-// Changes lists the files that differ between baseCommit and the worktree
-// at worktreeDir, sorted by path, with their totals.
+// ChangesWithin lists the files that differ between baseCommit and the
+// attempt's files in c.Dir, sorted by path, with their totals.
 //
-// Untracked files count as added unless ignored (.gitignore,
-// .git/info/exclude, core.excludesFile). Renames are detected (git's -M, 50%
-// similarity): a renamed file is one entry with Status "renamed" and
-// OldPath, and its lines are the edits made while moving it; a deletion and
-// an addition that git does not pair stay two entries. Lines are git's
-// numstat counts, which honour .gitattributes (binary, -diff). A submodule
-// or nested repository counts as one file of 0 bytes.
+// Untracked files count as added unless ignored (.gitignore, and the
+// repository's info/exclude and core.excludesFile as the user's own
+// configuration has them; the agent's git dir is not read). Renames are
+// detected (git's -M, 50% similarity): a renamed file is one entry with
+// Status "renamed" and OldPath, and its lines are the edits made while
+// moving it; a deletion and an addition that git does not pair stay two
+// entries. Lines are git's numstat counts, which honour .gitattributes
+// (binary, -diff; no diff driver runs). A submodule or nested repository
+// counts as one file of 0 bytes.
 //
-// The worktree's index and files are not modified. git runs a fixed number
-// of times whatever the number of files: 4, plus 1 when files were deleted.
-func Changes(ctx context.Context, worktreeDir, baseCommit string) ([]FileChange, Summary, error) {
-	snap, err := takeSnapshot(ctx, worktreeDir, baseCommit)
+// The attempt's files, index and git dir are not modified. git runs a
+// fixed number of times whatever the number of files: 4, plus 1 when files
+// were deleted (plus 1 or 2 when limit is set; see precheck).
+//
+// limit applies before git reads any file's content: changes that
+// certainly exceed it are returned as a *GuardExceeded, unread.
+func ChangesWithin(ctx context.Context, c Clone, baseCommit string, limit Guard) ([]FileChange, Summary, error) {
+	snap, err := takeSnapshotWithin(ctx, c, baseCommit, limit, "--intent-to-add")
 	if err != nil {
 		return nil, Summary{}, err
 	}
 	defer snap.close()
-	out, err := run(ctx, snap.top, runOpts{env: snap.env}, "diff-index", "-z", "--raw", "--numstat", "--no-abbrev",
-		"-M", renameLimit, "--ignore-submodules=dirty", snap.base, "--")
+	out, err := snap.git(ctx, "diff-index", "-z", "--raw", "--numstat", "--no-abbrev",
+		"-M", renameLimit, "--ignore-submodules=dirty", "--no-textconv", "--no-ext-diff", snap.base, "--")
 	if err != nil {
-		return nil, Summary{}, fmt.Errorf("gitops: %s: diff against %s: %w", snap.top, snap.base, err)
+		return nil, Summary{}, fmt.Errorf("gitops: %s: diff against %s: %w", snap.c.Dir, snap.base, err)
 	}
 	entries, err := parseDiff(out)
 	if err != nil {
-		return nil, Summary{}, fmt.Errorf("gitops: %s: diff against %s: %w", snap.top, snap.base, err)
+		return nil, Summary{}, fmt.Errorf("gitops: %s: diff against %s: %w", snap.c.Dir, snap.base, err)
 	}
 	changes := make([]FileChange, 0, len(entries))
 	var deleted []int // indexes into changes whose size is the blob's at base
@@ -100,20 +106,20 @@ func Changes(ctx context.Context, worktreeDir, baseCommit string) ([]FileChange,
 			deleted = append(deleted, len(changes))
 			oldBlobs = append(oldBlobs, e.oldBlob)
 		default:
-			fi, err := os.Lstat(filepath.Join(snap.top, filepath.FromSlash(c.Path)))
+			fi, err := os.Lstat(filepath.Join(snap.c.Dir, filepath.FromSlash(c.Path)))
 			switch {
 			case err == nil:
 				c.Bytes = fi.Size() // a symlink's size is its target's length, as in git
 			case errors.Is(err, fs.ErrNotExist):
 				// Deleted since git looked: it has no size now.
 			default:
-				return nil, Summary{}, fmt.Errorf("gitops: %s: size of %s: %w", snap.top, c.Path, err)
+				return nil, Summary{}, fmt.Errorf("gitops: %s: size of %s: %w", snap.c.Dir, c.Path, err)
 			}
 		}
 		changes = append(changes, c)
 	}
 	if len(oldBlobs) > 0 {
-		sizes, err := blobSizes(ctx, snap.top, oldBlobs)
+		sizes, err := blobSizes(ctx, snap.c, oldBlobs)
 		if err != nil {
 			return nil, Summary{}, err
 		}
@@ -125,84 +131,106 @@ func Changes(ctx context.Context, worktreeDir, baseCommit string) ([]FileChange,
 	return changes, Summarize(changes), nil
 }
 
-// Patch is the unified diff between baseCommit and the worktree at
-// worktreeDir, in the same terms as Changes (untracked files appear as new
-// files, deleted files as deletions), limited to paths when paths is not
-// empty. paths are repo-relative and taken literally (no glob); a directory
+// Patch is the unified diff between baseCommit and the attempt's files in
+// c.Dir, in the same terms as Changes (untracked files appear as new files,
+// deleted files as deletions), limited to paths when paths is not empty.
+// paths are repo-relative and taken literally (no glob); a directory
 // selects everything under it. Binary files are reported as differing
-// without their contents.
+// without their contents; no diff driver or textconv runs.
 //
 // Rename pairs are found only among the selected paths: to see a renamed
 // file as a rename, select both its Path and its OldPath; selecting one
 // shows just that side, as an addition or a deletion.
-func Patch(ctx context.Context, worktreeDir, baseCommit string, paths []string) ([]byte, error) {
-	snap, err := takeSnapshot(ctx, worktreeDir, baseCommit)
+//
+// A file of the patch whose content is not the attempt's own — a hard link
+// (more than one link) or a file on another device than c.Dir — refuses
+// the whole patch with a *LinkedFilesError naming every such path, since
+// its content may be any file's on the machine. Each file is checked
+// before and after git reads it.
+func Patch(ctx context.Context, c Clone, baseCommit string, paths []string) ([]byte, error) {
+	snap, err := takeSnapshot(ctx, c, baseCommit, "--intent-to-add")
 	if err != nil {
 		return nil, err
 	}
 	defer snap.close()
-	// Plumbing diff-index ignores the user's diff.noprefix, color.ui,
-	// diff.external and similar settings, which would change the format;
-	// the flags below pin what is left.
+	literal := []string{"GIT_LITERAL_PATHSPECS=1"}
+	files, err := snap.workTreeFiles(ctx, literal, false, paths)
+	if err != nil {
+		return nil, err
+	}
+	before, err := checkLinks(snap.c.Dir, files)
+	if err != nil {
+		return nil, err
+	}
+	// Plumbing diff-index ignores diff.noprefix, color.ui, diff.external
+	// and similar settings, which would change the format; the flags below
+	// pin what is left.
 	args := []string{"diff-index", "-p", "-M", renameLimit, "--no-color", "--no-ext-diff", "--no-textconv",
 		"--ignore-submodules=dirty", "--src-prefix=a/", "--dst-prefix=b/", snap.base, "--"}
 	args = append(args, paths...)
-	env := append(slices.Clip(snap.env), "GIT_LITERAL_PATHSPECS=1")
-	out, err := run(ctx, snap.top, runOpts{env: env}, args...)
+	out, err := snap.gitEnv(ctx, literal, args...)
 	if err != nil {
-		return nil, fmt.Errorf("gitops: %s: patch against %s: %w", snap.top, snap.base, err)
+		return nil, fmt.Errorf("gitops: %s: patch against %s: %w", snap.c.Dir, snap.base, err)
+	}
+	if err := recheckLinks(snap.c.Dir, before); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// snapshot is a private index describing the worktree as it is now,
-// untracked files included, for diffing against base.
+// snapshot is a private index describing the attempt's files as they are
+// now, untracked files included, for diffing against base.
 //
 // Why a private index: git diff against a commit only sees paths that are
-// in the index, so untracked files would be missing, and adding them to the
-// worktree's own index would disturb the agent working there. A copy of the
-// real index keeps its cached stat data, so git only has to look at files
-// that actually changed; "git add --all --intent-to-add" then records
-// untracked files as "to be added" and drops deleted ones without reading
-// or storing their content, and diff-index (without --cached) reads the contents
-// straight from the worktree. A plain "git add --all" followed by
-// "diff --cached" would give the same answer, but it stores a blob of every
-// changed file in the repository on every call (the board polls), and its
-// add step took 1 s against 0.1 s on 5,000 changed files.
+// in the index, so untracked files would be missing, and the agent's own
+// index is the agent's (the host neither reads nor writes it). A copy of
+// the host git dir's index of base keeps its cached stat data, so git only
+// has to look at files that differ from base; "git add --all
+// --intent-to-add" then records untracked files as "to be added" and drops
+// deleted ones without reading or storing their content, and diff-index
+// (without --cached) reads the contents straight from the files. A plain
+// "git add --all" followed by "diff --cached" would give the same answer,
+// but it stores a blob of every changed file on every call (the board
+// polls), and its add step took 1 s against 0.1 s on 5,000 changed files.
+// The copy is thrown away, so the host's index always describes base: an
+// untracked file the agent ignores later is not kept as added.
 type snapshot struct {
-	top  string   // worktree top level
+	c    Clone    // absolute paths
 	base string   // full sha of the base commit
 	env  []string // points git at the private index
 	tmp  string   // directory holding the private index
 }
 
-func takeSnapshot(ctx context.Context, worktreeDir, baseCommit string) (_ *snapshot, err error) {
+// takeSnapshot makes the private index: base's, then "git add --all" with
+// addFlags, then refreshed.
+func takeSnapshot(ctx context.Context, c Clone, baseCommit string, addFlags ...string) (_ *snapshot, err error) {
+	return takeSnapshotWithin(ctx, c, baseCommit, Off, addFlags...)
+}
+
+// takeSnapshotWithin is takeSnapshot checking limit (precheck) before the
+// refresh, which is the first step to read file contents.
+func takeSnapshotWithin(ctx context.Context, c Clone, baseCommit string, limit Guard, addFlags ...string) (_ *snapshot, err error) {
 	if err := checkArg("base commit", baseCommit); err != nil {
-		return nil, fmt.Errorf("gitops: %s: %w", worktreeDir, err)
+		return nil, fmt.Errorf("gitops: %s: %w", c.Dir, err)
 	}
-	if err := checkArg("worktree directory", worktreeDir); err != nil {
-		return nil, fmt.Errorf("gitops: %w", err)
+	if c, err = c.abs(); err != nil {
+		return nil, err
 	}
-	dir, err := filepath.Abs(worktreeDir)
+	if err := c.workTreeDir(); err != nil {
+		return nil, err
+	}
+	if err := ensureHostDir(ctx, c, baseCommit); err != nil {
+		return nil, err
+	}
+	out, err := c.git(ctx, false, runOpts{}, "rev-parse", "--verify", baseCommit+"^{commit}")
 	if err != nil {
-		return nil, fmt.Errorf("gitops: %s: %w", worktreeDir, err)
+		return nil, fmt.Errorf("gitops: %s: resolve base commit %q: %w", c.Dir, baseCommit, err)
 	}
-	out, err := run(ctx, dir, runOpts{}, "rev-parse", "--show-toplevel", "--git-path", "index", "--verify", baseCommit+"^{commit}")
+	s := &snapshot{c: c, base: strings.TrimSpace(string(out))}
+	// Beside the host's index, which stays as it is.
+	s.tmp, err = os.MkdirTemp(c.HostDir, "snapshot-*")
 	if err != nil {
-		return nil, fmt.Errorf("gitops: %s: open worktree and resolve base commit %q: %w", dir, baseCommit, err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 3 {
-		return nil, fmt.Errorf("gitops: %s: unexpected rev-parse output %q", dir, out)
-	}
-	s := &snapshot{top: filepath.Clean(lines[0]), base: lines[2]}
-	realIndex := lines[1]
-	if !filepath.IsAbs(realIndex) {
-		realIndex = filepath.Join(dir, realIndex)
-	}
-	s.tmp, err = os.MkdirTemp("", "plugboard-gitops-*")
-	if err != nil {
-		return nil, fmt.Errorf("gitops: %s: private index: %w", s.top, err)
+		return nil, fmt.Errorf("gitops: %s: private index: %w", c.Dir, err)
 	}
 	defer func() {
 		if err != nil {
@@ -210,23 +238,31 @@ func takeSnapshot(ctx context.Context, worktreeDir, baseCommit string) (_ *snaps
 		}
 	}()
 	index := filepath.Join(s.tmp, "index")
-	if err := copyIndex(realIndex, index); err != nil {
-		return nil, fmt.Errorf("gitops: %s: copy index %s: %w", s.top, realIndex, err)
+	if err := copyIndex(filepath.Join(c.HostDir, "index"), index); err != nil {
+		return nil, fmt.Errorf("gitops: %s: copy index: %w", c.Dir, err)
 	}
 	s.env = []string{"GIT_INDEX_FILE=" + index}
-	o := runOpts{env: s.env}
-	// With core.splitIndex, writing our copy would add a shared index file
-	// to the repository's git dir; a whole index stays in our temp dir.
-	if _, err := run(ctx, s.top, o, "-c", "core.splitIndex=false", "-c", "advice.addEmbeddedRepo=false",
-		"add", "--all", "--intent-to-add"); err != nil {
-		return nil, fmt.Errorf("gitops: %s: list untracked files: %w", s.top, err)
+	if _, err := s.git(ctx, append([]string{"add", "--all"}, addFlags...)...); err != nil {
+		return nil, fmt.Errorf("gitops: %s: list untracked files: %w", c.Dir, err)
+	}
+	if err := s.precheck(ctx, limit); err != nil {
+		return nil, err
 	}
 	// Files whose stat data changed but whose content did not (touched,
 	// rewritten identically) would otherwise be reported as modified.
-	if _, err := run(ctx, s.top, o, "-c", "core.splitIndex=false", "update-index", "-q", "--unmerged", "--ignore-submodules", "--refresh"); err != nil {
-		return nil, fmt.Errorf("gitops: %s: refresh private index: %w", s.top, err)
+	if _, err := s.git(ctx, "update-index", "-q", "--unmerged", "--ignore-submodules", "--refresh"); err != nil {
+		return nil, fmt.Errorf("gitops: %s: refresh private index: %w", c.Dir, err)
 	}
 	return s, nil
+}
+
+// git runs git over the attempt's files with the private index.
+func (s *snapshot) git(ctx context.Context, args ...string) ([]byte, error) {
+	return s.gitEnv(ctx, nil, args...)
+}
+
+func (s *snapshot) gitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	return s.c.git(ctx, true, runOpts{env: append(slices.Clip(s.env), env...)}, args...)
 }
 
 func (s *snapshot) close() { os.RemoveAll(s.tmp) }
@@ -238,7 +274,7 @@ func (s *snapshot) close() { os.RemoveAll(s.tmp) }
 func copyIndex(src, dst string) error {
 	in, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // no index yet (a worktree added with --no-checkout): git starts empty
+		return nil // no index: git starts empty
 	}
 	if err != nil {
 		return err
@@ -369,13 +405,14 @@ func parseDiff(out []byte) ([]diffEntry, error) {
 
 // blobSizes asks one git process for the size of every blob, in order; a
 // blob git cannot find counts as 0 bytes.
-func blobSizes(ctx context.Context, dir string, blobs []string) ([]int64, error) {
+func blobSizes(ctx context.Context, c Clone, blobs []string) ([]int64, error) {
+	dir := c.Dir
 	var in bytes.Buffer
 	for _, b := range blobs {
 		in.WriteString(b)
 		in.WriteByte('\n')
 	}
-	out, err := run(ctx, dir, runOpts{stdin: &in}, "cat-file", "--batch-check=%(objectname) %(objectsize)", "--buffer")
+	out, err := c.git(ctx, false, runOpts{stdin: &in}, "cat-file", "--batch-check=%(objectname) %(objectsize)", "--buffer")
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %s: sizes of deleted files: %w", dir, err)
 	}

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ var binNow = "\x00\x01\x02changed binary, longer\x00\xff"
 
 // attemptFixture is a worktree whose changes against base cover every case
 // Changes must handle; see TestChanges for the expected list.
-func attemptFixture(t *testing.T) (repo, wt, base string) {
+func attemptFixture(t *testing.T) (repo string, c Clone, base string) {
 	t.Helper()
 	repo = newRepo(t, map[string]string{
 		".gitignore":    "*.log\nbuild/\n",
@@ -30,11 +31,8 @@ func attemptFixture(t *testing.T) (repo, wt, base string) {
 		"committed.txt": "c1\n",
 		"touched.txt":   "same\n",
 	})
-	wt = filepath.Join(t.TempDir(), "wt")
-	base, err := AddWorktree(t.Context(), repo, wt, "pb/t1-fixture", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, base = newClone(t, repo, "pb/t1-fixture", "main")
+	wt := c.Dir
 	// A commit on the attempt branch after base still counts against base.
 	writeFiles(t, wt, map[string]string{"committed.txt": "c1\nc2\n", "committed-new.txt": "fresh\n"})
 	gitT(t, wt, "add", "-A")
@@ -66,11 +64,12 @@ func attemptFixture(t *testing.T) (repo, wt, base string) {
 	if err := os.Chtimes(filepath.Join(wt, "touched.txt"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	return repo, wt, base
+	return repo, c, base
 }
 
 func TestChanges(t *testing.T) {
-	_, wt, base := attemptFixture(t)
+	_, c, base := attemptFixture(t)
+	wt := c.Dir
 	indexPath := gitT(t, wt, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	statusBefore := gitT(t, wt, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all")
 	indexBefore, err := os.ReadFile(indexPath)
@@ -79,7 +78,7 @@ func TestChanges(t *testing.T) {
 	}
 	fiBefore, _ := os.Stat(indexPath)
 
-	changes, sum, err := Changes(t.Context(), wt, base)
+	changes, sum, err := Changes(t.Context(), c, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +103,7 @@ func TestChanges(t *testing.T) {
 		t.Errorf("Summary = %+v, want %+v", sum, wantSum)
 	}
 
-	if _, err := Patch(t.Context(), wt, base, nil); err != nil {
+	if _, err := Patch(t.Context(), c, base, nil); err != nil {
 		t.Fatal(err)
 	}
 	indexAfter, _ := os.ReadFile(indexPath)
@@ -116,43 +115,51 @@ func TestChanges(t *testing.T) {
 		t.Errorf("git status changed:\nbefore %q\n after %q", statusBefore, after)
 	}
 	// Reading changes must not store the agent's untracked content in the
-	// repository.
+	// clone's object store or the host's.
 	hash := gitT(t, wt, "hash-object", "--", uniPath)
-	if exec.Command("git", "-C", wt, "cat-file", "-e", hash).Run() == nil {
-		t.Error("Changes wrote the untracked file's blob into the object store")
+	for _, gitDir := range []string{filepath.Join(wt, ".git"), c.HostDir} {
+		if exec.Command("git", "--git-dir="+gitDir, "cat-file", "-e", hash).Run() == nil {
+			t.Errorf("Changes wrote the untracked file's blob into %s", gitDir)
+		}
 	}
-
-	// From a subdirectory of the worktree, the answer is the same.
-	sub, _, err := Changes(t.Context(), filepath.Join(wt, "moved dir"), base)
-	if err != nil || !reflect.DeepEqual(sub, want) {
-		t.Errorf("Changes from a subdirectory = %+v, %v", sub, err)
+	// The host's index still describes base: no snapshot is kept.
+	if entries, _ := os.ReadDir(c.HostDir); len(entries) != 6 {
+		t.Errorf("host git dir holds %v", entries)
 	}
 }
 
 func TestChangesErrors(t *testing.T) {
-	_, wt, base := attemptFixture(t)
+	_, c, base := attemptFixture(t)
 	ctx := t.Context()
 	for _, bad := range []string{"", "--output=/tmp/x", "0123456789abcdef0123456789abcdef01234567", "no-such-ref"} {
-		if _, _, err := Changes(ctx, wt, bad); err == nil || !strings.Contains(err.Error(), wt) {
-			t.Errorf("Changes(base %q) error = %v; want one naming the worktree", bad, err)
+		if _, _, err := Changes(ctx, c, bad); err == nil || !strings.Contains(err.Error(), c.Dir) {
+			t.Errorf("Changes(base %q) error = %v; want one naming the attempt directory", bad, err)
 		}
 	}
-	plain := t.TempDir()
-	if _, _, err := Changes(ctx, plain, base); err == nil || !strings.Contains(err.Error(), plain) {
-		t.Errorf("Changes outside a repository: %v", err)
+	missing := c
+	missing.Dir = filepath.Join(t.TempDir(), "missing")
+	if _, err := Patch(ctx, missing, base, nil); !errors.Is(err, ErrNotWorkTree) || !strings.Contains(err.Error(), missing.Dir) {
+		t.Errorf("Patch of a missing directory: %v", err)
 	}
-	if _, err := Patch(ctx, filepath.Join(plain, "missing"), base, nil); err == nil {
-		t.Error("Patch of a missing directory: no error")
+	// An attempt directory swapped for a symlink is not followed.
+	link := c
+	link.Dir = filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(c.Dir, link.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Changes(ctx, link, base); !errors.Is(err, ErrNotWorkTree) {
+		t.Errorf("Changes through a symlinked directory: %v", err)
+	}
+	// Without its host git dir and without the repository to rebuild it.
+	orphan := Clone{Dir: c.Dir, HostDir: filepath.Join(t.TempDir(), "none")}
+	if _, _, err := Changes(ctx, orphan, base); err == nil || !strings.Contains(err.Error(), orphan.HostDir) {
+		t.Errorf("Changes without a host git dir: %v", err)
 	}
 }
 
 func TestChangesClean(t *testing.T) {
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
-	wt := filepath.Join(t.TempDir(), "wt")
-	base, err := AddWorktree(t.Context(), repo, wt, "pb/clean", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	wt, base := newClone(t, repo, "pb/clean", "main")
 	changes, sum, err := Changes(t.Context(), wt, base)
 	if err != nil || len(changes) != 0 || sum != (Summary{}) {
 		t.Errorf("Changes on a clean worktree = %v, %+v, %v", changes, sum, err)
@@ -238,7 +245,8 @@ func TestPatch(t *testing.T) {
 // TestUserConfigIgnored runs against a repository whose configuration would
 // change the output of porcelain git commands.
 func TestUserConfigIgnored(t *testing.T) {
-	_, wt, base := attemptFixture(t)
+	_, c, base := attemptFixture(t)
+	wt := c.Dir
 	for _, kv := range [][2]string{
 		{"diff.noprefix", "true"},
 		{"diff.mnemonicPrefix", "true"},
@@ -262,7 +270,7 @@ func TestUserConfigIgnored(t *testing.T) {
 	}
 	writeFiles(t, wt, map[string]string{"glob[1].txt": "literal\n", "glob1.txt": "other\n"})
 	ctx := t.Context()
-	changes, _, err := Changes(ctx, filepath.Join(wt, "moved dir"), base)
+	changes, _, err := Changes(ctx, c, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +284,7 @@ func TestUserConfigIgnored(t *testing.T) {
 	if shared, _ := filepath.Glob(filepath.Join(indexDir, "sharedindex.*")); len(shared) != len(sharedBefore) {
 		t.Errorf("shared index files %q became %q", sharedBefore, shared)
 	}
-	p, err := Patch(ctx, wt, base, []string{"glob[1].txt"})
+	p, err := Patch(ctx, c, base, []string{"glob[1].txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,11 +299,8 @@ func TestUserConfigIgnored(t *testing.T) {
 func TestChangesOddStates(t *testing.T) {
 	repo := newRepo(t, map[string]string{"f.txt": "base\n", "was-file": "x\n"})
 	gitT(t, repo, "branch", "side")
-	wt := filepath.Join(t.TempDir(), "wt")
-	base, err := AddWorktree(t.Context(), repo, wt, "pb/odd", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, base := newClone(t, repo, "pb/odd", "main")
+	wt := c.Dir
 	writeFiles(t, wt, map[string]string{"f.txt": "ours\n"})
 	gitT(t, wt, "commit", "-q", "-am", "ours")
 	sideDir := filepath.Join(t.TempDir(), "side")
@@ -327,7 +332,7 @@ func TestChangesOddStates(t *testing.T) {
 	t.Setenv("GIT_INDEX_FILE", garbage)
 	t.Setenv("GIT_GLOB_PATHSPECS", "1")
 
-	changes, _, err := Changes(t.Context(), wt, base)
+	changes, _, err := Changes(t.Context(), c, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +361,7 @@ func TestChangesOddStates(t *testing.T) {
 	if c := got["was-file"]; c.Bytes != 2 {
 		t.Errorf("deleted file: %+v", c)
 	}
-	p, err := Patch(t.Context(), wt, base, []string{"f.txt"})
+	p, err := Patch(t.Context(), c, base, []string{"f.txt"})
 	if err != nil || !strings.Contains(string(p), "+<<<<<<<") {
 		t.Errorf("Patch of conflicted file = %q, %v", p, err)
 	}

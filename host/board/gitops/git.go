@@ -115,8 +115,9 @@ func isLocalEnv(name string) bool {
 }
 
 type runOpts struct {
-	env   []string  // extra KEY=VALUE pairs
-	stdin io.Reader // nil: no input
+	env    []string  // extra KEY=VALUE pairs
+	stdin  io.Reader // nil: no input
+	stdout io.Writer // nil: returned by run
 }
 
 // maxStderr bounds what is kept of git's error output: enough for any real
@@ -136,6 +137,9 @@ func run(ctx context.Context, dir string, o runOpts, args ...string) ([]byte, er
 	var stdout bytes.Buffer
 	stderr := capWriter{max: maxStderr}
 	cmd.Stdout = &stdout
+	if o.stdout != nil {
+		cmd.Stdout = o.stdout
+	}
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = waitDelay
 	err := cmd.Run()

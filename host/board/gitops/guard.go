@@ -1,8 +1,11 @@
 package gitops
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -91,4 +94,118 @@ func sizeString(n int64) string {
 		i++
 	}
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0") + " " + [...]string{"KiB", "MiB", "GiB", "TiB"}[i]
+}
+
+// GuardExceeded is the error of ChangesWithin when the changes exceed the
+// guard before git read any file: Summary is what was measured without
+// reading — the files that certainly changed (added, or of another size
+// than at base) and their sizes now; deletions and lines are not counted.
+type GuardExceeded struct {
+	Summary Summary
+	Reason  string
+}
+
+func (e *GuardExceeded) Error() string {
+	return "the changes exceed the diff guard before git read them: " + e.Reason
+}
+
+// Changes lists the files that differ between baseCommit and the attempt's
+// files in c.Dir, however many and large they are: ChangesWithin with no
+// guard.
+func Changes(ctx context.Context, c Clone, baseCommit string) ([]FileChange, Summary, error) {
+	return ChangesWithin(ctx, c, baseCommit, Off)
+}
+
+// readFactor is how many times its MaxFiles a guard lets git read, so that
+// changes over the guard by count still get a full summary (line counts
+// included) as long as that is cheap: 5,000 small changed files take git
+// about 0.3 s. Bytes get no such allowance: reading is what they cost.
+const readFactor = 10
+
+// precheck applies g before git reads any file's content. Counting lines
+// (numstat), detecting renames and refreshing the index all read every
+// changed file whole: a 20 GB file, or a million of them, kept git busy
+// past the call's deadline, and a deadline-bound retry started it again.
+// So, right after the snapshot lists untracked files (which reads no
+// content), it measures what differs from base the cheap way — one raw
+// diff-index, which compares file status only, and an lstat per file — and,
+// only when that exceeds what git may read (g's bytes, readFactor times
+// its files), the sizes at base of modified files (one cat-file), to count
+// just the files that certainly changed: added ones, and modified ones
+// whose size is not their size at base. Files only touched (same size, new
+// mtime) are left for git's refresh to tell, so a formatter run over a
+// tree does not block it. When the certain changes alone exceed what git
+// may read it returns a *GuardExceeded, and git reads nothing; below that,
+// git measures everything and the caller judges the full summary.
+func (s *snapshot) precheck(ctx context.Context, g Guard) error {
+	if g.MaxFiles <= 0 && g.MaxBytes <= 0 {
+		return nil
+	}
+	g.MaxLines = 0 // not known before git reads the files
+	read := Guard{MaxFiles: g.MaxFiles * readFactor, MaxBytes: g.MaxBytes}
+	out, err := s.git(ctx, "diff-index", "-z", "--raw", "--no-abbrev", "--no-renames", "--ignore-submodules=dirty", s.base, "--")
+	if err != nil {
+		return fmt.Errorf("gitops: %s: list changed files: %w", s.c.Dir, err)
+	}
+	entries, err := parseDiff(out)
+	if err != nil {
+		return fmt.Errorf("gitops: %s: list changed files: %w", s.c.Dir, err)
+	}
+	type file struct {
+		size    int64
+		oldBlob string // of a modified file, for its size at base
+	}
+	var (
+		files []file
+		all   Summary // every listed file, touched ones included
+	)
+	for _, e := range entries {
+		if e.change.Status == StatusDeleted {
+			continue // it may pair with an addition as a rename
+		}
+		f := file{}
+		if !e.gitlink {
+			if fi, err := os.Lstat(filepath.Join(s.c.Dir, filepath.FromSlash(e.change.Path))); err == nil {
+				f.size = fi.Size()
+			}
+			if e.change.Status == StatusModified {
+				f.oldBlob = e.oldBlob
+			}
+		}
+		all.FileCount++
+		all.TotalBytes += f.size
+		files = append(files, f)
+	}
+	if over, _ := read.Check(all); !over {
+		return nil // git reads no more than it may
+	}
+	var blobs []string
+	for _, f := range files {
+		if f.oldBlob != "" {
+			blobs = append(blobs, f.oldBlob)
+		}
+	}
+	var sizes []int64
+	if len(blobs) > 0 {
+		if sizes, err = blobSizes(ctx, s.c, blobs); err != nil {
+			return err
+		}
+	}
+	var sure Summary
+	for _, f := range files {
+		if f.oldBlob != "" {
+			size := sizes[0]
+			sizes = sizes[1:]
+			if size == f.size {
+				continue // perhaps only touched
+			}
+		}
+		sure.FileCount++
+		sure.TotalBytes += f.size
+	}
+	if over, _ := read.Check(sure); over {
+		_, why := g.Check(sure)
+		return &GuardExceeded{Summary: sure, Reason: why}
+	}
+	return nil
 }

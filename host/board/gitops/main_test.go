@@ -64,3 +64,16 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 		}
 	}
 }
+
+// newClone makes an attempt's clone of repo on a new branch started from
+// branch from, with its directory and host git dir in fresh temporary
+// directories, and returns it with the base commit.
+func newClone(t testing.TB, repo, branch, from string) (Clone, string) {
+	t.Helper()
+	c := Clone{Source: repo, Dir: filepath.Join(t.TempDir(), "worktrees", "repo"), HostDir: filepath.Join(t.TempDir(), "gitdirs", "repo")}
+	base, err := AddClone(t.Context(), c, branch, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, base
+}

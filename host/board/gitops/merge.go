@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -15,23 +15,35 @@ import (
 // Merging an attempt back is two steps, so that a caller merging several
 // repositories can check them all before it changes any:
 //
-//  1. PrepareMerge changes nothing (it only writes unreferenced objects): it
-//     takes the attempt worktree as it is, uncommitted changes included, as
-//     a commit; merges that commit with the target branch in memory (git
-//     merge-tree --write-tree), which lists conflicting paths; and looks for
-//     a worktree that has the target branch checked out and whether that
-//     checkout has changes of its own.
-//  2. MergePlan.Apply records the worktree commit on the attempt branch,
-//     writes the merge commit (git commit-tree, the target tip and the
-//     attempt commit as parents) and moves the target branch to it: with
-//     git merge --ff-only inside the checkout when the branch is checked out
-//     (index and files follow, as if the user had merged there), else with
-//     git update-ref given the expected old tip (compare-and-swap).
+//  1. PrepareMerge changes no ref, index or file (it only writes
+//     unreferenced objects): it takes the attempt's files as they are,
+//     uncommitted changes included, as a commit on top of the attempt
+//     branch's tip in the clone, made through the host git dir; copies the
+//     objects Source lacks into Source (git pack-objects from the host git
+//     dir, git index-pack --strict in Source, which runs fsck's checks on
+//     every object the attempt made); merges that commit with the target
+//     branch in memory (git merge-tree --write-tree), which lists
+//     conflicting paths; and looks for a worktree of Source that has the
+//     target branch checked out and whether that checkout has changes of
+//     its own.
+//  2. MergePlan.Apply records the attempt's commit on the attempt branch
+//     in Source, writes the merge commit (git commit-tree, the target tip
+//     and the attempt commit as parents) and moves the target branch to it:
+//     with git merge --ff-only inside the checkout when the branch is
+//     checked out (index and files follow, as if the user had merged
+//     there), else with git update-ref given the expected old tip
+//     (compare-and-swap).
 //
 // The merge commit is always made by commit-tree from the tree merge-tree
 // computed, so what Apply records is exactly what PrepareMerge checked,
 // whichever way the branch moves, and no merge hook or merge setting of the
-// user's can change it.
+// user's can change it. The attempt's clone is left as it is: its git dir
+// is the agent's, which the host does not write.
+
+// ErrObjectsRefused is wrapped by PrepareMerge when the user's repository
+// refuses an object of the attempt's commits (git fsck's checks: a tree
+// entry named .git, a .gitmodules that smuggles an option, ...).
+var ErrObjectsRefused = errors.New("the repository refused the attempt's objects")
 
 // ErrTargetMoved is wrapped by Apply when the target branch (or the attempt
 // branch) is no longer where PrepareMerge found it: prepare again.
@@ -58,16 +70,17 @@ const (
 
 // MergeSpec says what PrepareMerge merges.
 type MergeSpec struct {
-	// RepoPath is the repository (any of its worktrees).
-	RepoPath string
-	// TargetBranch is the local branch to merge into.
+	// Repo is the attempt's repository; the merge goes into Repo.Source.
+	Repo Clone
+	// TargetBranch is the local branch of Repo.Source to merge into.
 	TargetBranch string
-	// Worktree is the attempt's worktree, which has Branch checked out.
-	Worktree string
-	// Branch is the attempt branch.
+	// Branch is the attempt branch: checked out in the clone, and recorded
+	// in Repo.Source.
 	Branch string
+	// Base is the attempt's base commit.
+	Base string
 	// ChangesMessage is the message of the commit that records the
-	// worktree's uncommitted changes, when there are any.
+	// attempt's uncommitted changes, when there are any.
 	ChangesMessage string
 }
 
@@ -76,10 +89,14 @@ type MergePlan struct {
 	Spec MergeSpec
 	// TargetTip is the target branch's commit when the plan was made.
 	TargetTip string
-	// BranchTip is the attempt branch's commit when the plan was made.
+	// BranchTip is the attempt branch's commit in the clone when the plan
+	// was made.
 	BranchTip string
+	// RecordedTip is the attempt branch's commit in Source when the plan
+	// was made, "" when Source has no such branch.
+	RecordedTip string
 	// Source is the commit merged: BranchTip, or a new commit on top of it
-	// holding the worktree's uncommitted changes (ChangesCommitted).
+	// holding the attempt's uncommitted changes (ChangesCommitted).
 	Source           string
 	ChangesCommitted bool
 	// Tree is the merged tree; meaningful when Conflicts is empty.
@@ -107,47 +124,72 @@ type MergeResult struct {
 	Commit string
 	// Via is MergedViaWorktree, MergedViaRef or MergedViaUpToDate.
 	Via string
-	// ChangesCommit is the commit that recorded the worktree's uncommitted
+	// ChangesCommit is the commit that recorded the attempt's uncommitted
 	// changes on the attempt branch, "" when there were none.
 	ChangesCommit string
 }
 
-// PrepareMerge checks how the attempt worktree would merge into the target
-// branch, changing no ref, index or file.
+// PrepareMerge checks how the attempt would merge into the target branch,
+// changing no ref, index or file. It fails with a *LinkedFilesError when a
+// changed file is a hard link or on another file system (its content is
+// not the attempt's own), wrapping ErrNotWorkTree when the clone is gone
+// and ErrBranchNotFound when a branch is.
 func PrepareMerge(ctx context.Context, spec MergeSpec) (*MergePlan, error) {
 	for _, a := range [][2]string{{"target branch", spec.TargetBranch}, {"attempt branch", spec.Branch},
-		{"repository path", spec.RepoPath}, {"worktree directory", spec.Worktree}} {
+		{"repository path", spec.Repo.Source}, {"base commit", spec.Base}} {
 		if err := checkArg(a[0], a[1]); err != nil {
 			return nil, fmt.Errorf("gitops: prepare merge: %w", err)
 		}
 	}
+	var err error
+	if spec.Repo, err = spec.Repo.abs(); err != nil {
+		return nil, err
+	}
 	if spec.ChangesMessage == "" {
 		spec.ChangesMessage = "plugboard: uncommitted changes"
 	}
+	c := spec.Repo
 	p := &MergePlan{Spec: spec}
-	var err error
-	if p.TargetTip, err = resolveBranch(ctx, spec.RepoPath, spec.TargetBranch); err != nil {
+	if p.TargetTip, err = resolveBranch(ctx, c.Source, spec.TargetBranch); err != nil {
 		return nil, err
 	}
-	if p.BranchTip, err = resolveBranch(ctx, spec.RepoPath, spec.Branch); err != nil {
+	if p.RecordedTip, err = resolveBranch(ctx, c.Source, spec.Branch); errors.Is(err, ErrBranchNotFound) {
+		p.RecordedTip = "" // deleted in Source by hand: Apply records it anew
+	} else if err != nil {
 		return nil, err
 	}
-	if p.Source, p.ChangesCommitted, err = worktreeCommit(ctx, spec.Worktree, spec.Branch, p.BranchTip, spec.ChangesMessage); err != nil {
+	if err := c.workTreeDir(); err != nil {
 		return nil, err
 	}
-	if _, err := run(ctx, spec.RepoPath, runOpts{}, "merge-base", "--is-ancestor", p.Source, p.TargetTip); err == nil {
+	if err := ensureHostDir(ctx, c, spec.Base); err != nil {
+		return nil, err
+	}
+	if p.BranchTip, err = agentTip(ctx, c, spec.Branch); err != nil {
+		return nil, err
+	}
+	ident, err := identity(ctx, c.Source)
+	if err != nil {
+		return nil, err
+	}
+	if p.Source, p.ChangesCommitted, err = worktreeCommit(ctx, c, spec.Base, p.BranchTip, spec.ChangesMessage, ident); err != nil {
+		return nil, err
+	}
+	if err := transferObjects(ctx, c, p.Source, p.TargetTip, p.RecordedTip); err != nil {
+		return nil, err
+	}
+	if _, err := run(ctx, c.Source, runOpts{}, "merge-base", "--is-ancestor", p.Source, p.TargetTip); err == nil {
 		p.UpToDate = true
 		return p, nil
 	} else if exitCode(err) != 1 {
-		return nil, fmt.Errorf("gitops: %s: compare %s with %s: %w", spec.RepoPath, spec.Branch, spec.TargetBranch, err)
+		return nil, fmt.Errorf("gitops: %s: compare %s with %s: %w", c.Source, spec.Branch, spec.TargetBranch, err)
 	}
-	if p.Tree, p.Conflicts, err = mergeTree(ctx, spec.RepoPath, p.TargetTip, p.Source); err != nil {
+	if p.Tree, p.Conflicts, err = mergeTree(ctx, c.Source, p.TargetTip, p.Source); err != nil {
 		return nil, err
 	}
 	if len(p.Conflicts) > 0 {
 		return p, nil
 	}
-	if p.Checkout, err = checkedOutIn(ctx, spec.RepoPath, spec.TargetBranch); err != nil {
+	if p.Checkout, err = checkedOutIn(ctx, c.Source, spec.TargetBranch); err != nil {
 		return nil, err
 	}
 	if p.Checkout != "" {
@@ -161,40 +203,67 @@ func PrepareMerge(ctx context.Context, spec MergeSpec) (*MergePlan, error) {
 // Apply carries out a ready plan; message is the merge commit's message.
 // It fails, wrapping ErrTargetMoved, when a branch moved since the plan was
 // made; nothing has changed then.
-func (p *MergePlan) Apply(ctx context.Context, message string) (MergeResult, error) {
-	if !p.Ready() {
-		return MergeResult{}, fmt.Errorf("gitops: %s: merge of %s into %s has conflicts or a dirty checkout", p.Spec.RepoPath, p.Spec.Branch, p.Spec.TargetBranch)
-	}
+func (p *MergePlan) Apply(ctx context.Context, message string) (res MergeResult, err error) {
 	s := p.Spec
-	// Both branches must still be where the plan found them.
-	for _, b := range [][2]string{{s.TargetBranch, p.TargetTip}, {s.Branch, p.BranchTip}} {
-		tip, err := resolveBranch(ctx, s.RepoPath, b[0])
-		if err != nil {
-			return MergeResult{}, err
+	src := s.Repo.Source
+	if !p.Ready() {
+		return MergeResult{}, fmt.Errorf("gitops: %s: merge of %s into %s has conflicts or a dirty checkout", src, s.Branch, s.TargetBranch)
+	}
+	// Every branch must still be where the plan found it.
+	moved := func(branch, now, was string) error {
+		return fmt.Errorf("gitops: %s: branch %q is at %s, was %s: %w", src, branch, short(now), short(was), ErrTargetMoved)
+	}
+	tip, err := resolveBranch(ctx, src, s.TargetBranch)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if tip != p.TargetTip {
+		return MergeResult{}, moved(s.TargetBranch, tip, p.TargetTip)
+	}
+	recorded, err := resolveBranch(ctx, src, s.Branch)
+	if errors.Is(err, ErrBranchNotFound) {
+		recorded, err = "", nil
+	}
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if recorded != p.RecordedTip {
+		return MergeResult{}, moved(s.Branch, recorded, p.RecordedTip)
+	}
+	if tip, err := agentTip(ctx, s.Repo, s.Branch); err != nil {
+		return MergeResult{}, err
+	} else if tip != p.BranchTip {
+		return MergeResult{}, fmt.Errorf("gitops: %s: branch %q is at %s, was %s: %w", s.Repo.Dir, s.Branch, short(tip), short(p.BranchTip), ErrTargetMoved)
+	}
+	defer func() {
+		if err == nil {
+			// Best effort: without it a later approval may conflict with
+			// this one, which the conflict then says.
+			s.Repo.git(context.WithoutCancel(ctx), false, runOpts{}, "update-ref", "-m", "plugboard: approved", approvedRef, p.Source)
 		}
-		if tip != b[1] {
-			return MergeResult{}, fmt.Errorf("gitops: %s: branch %q is at %s, was %s: %w", s.RepoPath, b[0], short(tip), short(b[1]), ErrTargetMoved)
+	}()
+	if p.Source != p.RecordedTip {
+		// The attempt's history, on its branch in the user's repository.
+		if _, err := run(ctx, src, runOpts{}, "update-ref", "-m", "plugboard: the attempt's commits",
+			"refs/heads/"+s.Branch, p.Source, p.RecordedTip); err != nil {
+			return MergeResult{}, fmt.Errorf("gitops: %s: record the attempt on %s: %w", src, s.Branch, err)
 		}
 	}
-	var res MergeResult
 	if p.ChangesCommitted {
-		if err := recordWorktreeCommit(ctx, s.Worktree, s.Branch, p.BranchTip, p.Source); err != nil {
-			return MergeResult{}, err
-		}
 		res.ChangesCommit = p.Source
 	}
 	if p.UpToDate {
 		res.Commit, res.Via = p.TargetTip, MergedViaUpToDate
 		return res, nil
 	}
-	ident, err := identity(ctx, s.RepoPath)
+	ident, err := identity(ctx, src)
 	if err != nil {
 		return MergeResult{}, err
 	}
 	args := append(ident, "commit-tree", p.Tree, "-p", p.TargetTip, "-p", p.Source, "-F", "-")
-	out, err := run(ctx, s.RepoPath, runOpts{stdin: strings.NewReader(message)}, args...)
+	out, err := run(ctx, src, runOpts{stdin: strings.NewReader(message)}, args...)
 	if err != nil {
-		return MergeResult{}, fmt.Errorf("gitops: %s: write merge commit: %w", s.RepoPath, err)
+		return MergeResult{}, fmt.Errorf("gitops: %s: write merge commit: %w", src, err)
 	}
 	res.Commit = strings.TrimSpace(string(out))
 	if p.Checkout != "" {
@@ -208,11 +277,11 @@ func (p *MergePlan) Apply(ctx context.Context, message string) (MergeResult, err
 		return res, nil
 	}
 	reflog := "plugboard: merge " + s.Branch
-	if _, err := run(ctx, s.RepoPath, runOpts{}, "update-ref", "-m", reflog, "refs/heads/"+s.TargetBranch, res.Commit, p.TargetTip); err != nil {
-		if tip, rerr := resolveBranch(ctx, s.RepoPath, s.TargetBranch); rerr == nil && tip != p.TargetTip {
-			return MergeResult{}, fmt.Errorf("gitops: %s: branch %q moved while merging: %w", s.RepoPath, s.TargetBranch, ErrTargetMoved)
+	if _, err := run(ctx, src, runOpts{}, "update-ref", "-m", reflog, "refs/heads/"+s.TargetBranch, res.Commit, p.TargetTip); err != nil {
+		if tip, rerr := resolveBranch(ctx, src, s.TargetBranch); rerr == nil && tip != p.TargetTip {
+			return MergeResult{}, fmt.Errorf("gitops: %s: branch %q moved while merging: %w", src, s.TargetBranch, ErrTargetMoved)
 		}
-		return MergeResult{}, fmt.Errorf("gitops: %s: move %s to the merge commit: %w", s.RepoPath, s.TargetBranch, err)
+		return MergeResult{}, fmt.Errorf("gitops: %s: move %s to the merge commit: %w", src, s.TargetBranch, err)
 	}
 	res.Via = MergedViaRef
 	return res, nil
@@ -237,14 +306,18 @@ func resolveBranch(ctx context.Context, repo, branch string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// identity returns -c options giving commits an author and committer when
-// the repository (or the user's or system configuration) has none.
+// identity returns -c options giving commits the author and committer of
+// the user's repository (its configuration, the user's global one
+// included), else plugboard's. Commits made through the host git dir get
+// them too: that git reads no identity of its own. GIT_AUTHOR_NAME and the
+// like still win, as in git.
 func identity(ctx context.Context, repo string) ([]string, error) {
 	var args []string
 	for _, k := range [][2]string{{"user.name", DefaultUserName}, {"user.email", DefaultUserEmail}} {
-		_, err := run(ctx, repo, runOpts{}, "config", "--get", k[0])
+		out, err := run(ctx, repo, runOpts{}, "config", "--get", k[0])
 		switch {
 		case err == nil:
+			args = append(args, "-c", k[0]+"="+strings.TrimSuffix(string(out), "\n"))
 		case exitCode(err) == 1:
 			args = append(args, "-c", k[0]+"="+k[1])
 		default:
@@ -254,81 +327,111 @@ func identity(ctx context.Context, repo string) ([]string, error) {
 	return args, nil
 }
 
-// worktreeCommit returns the commit of the worktree as it is now: head
-// itself when nothing is uncommitted, else a new commit on top of head
-// holding every change, untracked files included (ignored ones excluded),
-// written through a private index so that the worktree's own index, and
-// every ref, stay as they are.
-func worktreeCommit(ctx context.Context, worktree, branch, head, message string) (string, bool, error) {
-	dir, err := filepath.Abs(worktree)
-	if err != nil {
-		return "", false, fmt.Errorf("gitops: %s: %w", worktree, err)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", false, fmt.Errorf("gitops: attempt worktree %s is missing: %w", dir, ErrNotWorkTree)
-	}
-	out, err := run(ctx, dir, runOpts{}, "rev-parse", "--show-toplevel", "--git-path", "index", "--symbolic-full-name", "HEAD")
-	if err != nil {
-		return "", false, fmt.Errorf("gitops: %s: open attempt worktree: %w", dir, err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 3 {
-		return "", false, fmt.Errorf("gitops: %s: unexpected rev-parse output %q", dir, out)
-	}
-	top, realIndex, ref := filepath.Clean(lines[0]), lines[1], lines[2]
-	if ref != "refs/heads/"+branch {
-		return "", false, fmt.Errorf("gitops: %s: the attempt worktree is not on its branch %q (HEAD is %q); switch back with `git switch %s`", top, branch, ref, branch)
-	}
-	if !filepath.IsAbs(realIndex) {
-		realIndex = filepath.Join(dir, realIndex)
-	}
-	tmp, err := os.MkdirTemp("", "plugboard-merge-*")
-	if err != nil {
-		return "", false, fmt.Errorf("gitops: %s: private index: %w", top, err)
-	}
-	defer os.RemoveAll(tmp)
-	index := filepath.Join(tmp, "index")
-	if err := copyIndex(realIndex, index); err != nil {
-		return "", false, fmt.Errorf("gitops: %s: copy index %s: %w", top, realIndex, err)
-	}
-	o := runOpts{env: []string{"GIT_INDEX_FILE=" + index}}
-	if _, err := run(ctx, top, o, "-c", "core.splitIndex=false", "-c", "advice.addEmbeddedRepo=false", "add", "--all"); err != nil {
-		return "", false, fmt.Errorf("gitops: %s: stage the worktree: %w", top, err)
-	}
-	out, err = run(ctx, top, o, "write-tree")
-	if err != nil {
-		return "", false, fmt.Errorf("gitops: %s: write the worktree's tree: %w", top, err)
-	}
-	tree := strings.TrimSpace(string(out))
-	out, err = run(ctx, top, runOpts{}, "rev-parse", "--verify", head+"^{tree}")
-	if err != nil {
-		return "", false, fmt.Errorf("gitops: %s: tree of %s: %w", top, short(head), err)
-	}
-	if strings.TrimSpace(string(out)) == tree {
-		return head, false, nil
-	}
-	ident, err := identity(ctx, top)
+// approvedRef, in the host git dir, is the last commit of the attempt that
+// Apply merged. The clone is not told (its git dir is the agent's), so its
+// files go on from that commit while its branch does not: the next
+// worktreeCommit takes it as a parent, and a second approval after more
+// work merges only the new work.
+const approvedRef = "refs/plugboard/approved"
+
+// worktreeCommit returns the commit of the attempt's files as they are
+// now: head itself when nothing is uncommitted, else a new commit holding
+// every change, untracked files included (ignored ones excluded), written
+// through the host git dir and a private index, so that the clone, its
+// index and every ref stay as they are. Its parent is head, and the last
+// approved commit too when head does not contain it.
+func worktreeCommit(ctx context.Context, c Clone, base, head, message string, ident []string) (string, bool, error) {
+	snap, err := takeSnapshot(ctx, c, base)
 	if err != nil {
 		return "", false, err
 	}
-	args := append(ident, "commit-tree", tree, "-p", head, "-F", "-")
-	out, err = run(ctx, top, runOpts{stdin: strings.NewReader(message)}, args...)
+	defer snap.close()
+	out, err := snap.git(ctx, "write-tree")
 	if err != nil {
-		return "", false, fmt.Errorf("gitops: %s: commit the uncommitted changes: %w", top, err)
+		return "", false, fmt.Errorf("gitops: %s: write the attempt's tree: %w", c.Dir, err)
+	}
+	tree := strings.TrimSpace(string(out))
+	// What was just stored is what gets merged: refuse files whose content
+	// is not the attempt's own.
+	files, err := snap.workTreeFiles(ctx, nil, true, nil)
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := checkLinks(c.Dir, files); err != nil {
+		return "", false, err
+	}
+	parents := []string{head}
+	if out, err := c.git(ctx, false, runOpts{}, "rev-parse", "--verify", "--quiet", approvedRef); err == nil {
+		approved := strings.TrimSpace(string(out))
+		switch {
+		case approved == head || isAncestor(ctx, c, approved, head):
+			// The agent's branch has it already.
+		case isAncestor(ctx, c, head, approved):
+			parents = []string{approved}
+		default:
+			parents = append(parents, approved)
+		}
+	}
+	out, err = c.git(ctx, false, runOpts{}, "rev-parse", "--verify", parents[0]+"^{tree}")
+	if err != nil {
+		return "", false, fmt.Errorf("gitops: %s: tree of %s: %w", c.Dir, short(parents[0]), err)
+	}
+	if len(parents) == 1 && strings.TrimSpace(string(out)) == tree {
+		return parents[0], false, nil
+	}
+	args := append(slices.Clip(ident), "commit-tree", tree)
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	args = append(args, "-F", "-")
+	out, err = c.git(ctx, false, runOpts{stdin: strings.NewReader(message)}, args...)
+	if err != nil {
+		return "", false, fmt.Errorf("gitops: %s: commit the uncommitted changes: %w", c.Dir, err)
 	}
 	return strings.TrimSpace(string(out)), true, nil
 }
 
-// recordWorktreeCommit moves the attempt branch from head to commit (made
-// by worktreeCommit from the files as they are) and resets the worktree's
-// index to it, so the worktree shows nothing uncommitted.
-func recordWorktreeCommit(ctx context.Context, worktree, branch, head, commit string) error {
-	if _, err := run(ctx, worktree, runOpts{}, "update-ref", "-m", "plugboard: commit the attempt's changes",
-		"refs/heads/"+branch, commit, head); err != nil {
-		return fmt.Errorf("gitops: %s: record the uncommitted changes on %s: %w", worktree, branch, err)
+// isAncestor reports whether a is an ancestor of b (or b itself), as the
+// host git dir sees them; an error counts as no.
+func isAncestor(ctx context.Context, c Clone, a, b string) bool {
+	_, err := c.git(ctx, false, runOpts{}, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
+// transferObjects copies into Source what it lacks of commit's history:
+// the objects reachable from commit and not from have (refs of Source's),
+// packed by the host git dir and indexed by Source with --strict, so an
+// object fsck would refuse (a tree entry named .git, a .gitmodules that
+// smuggles an option) never enters the user's repository. No transport
+// runs: nothing of the clone's configuration (upload-pack hooks) or of
+// Source's fetch settings is involved.
+func transferObjects(ctx context.Context, c Clone, commit string, have ...string) error {
+	if _, err := run(ctx, c.Source, runOpts{}, "cat-file", "-e", commit+"^{commit}"); err == nil {
+		return nil
 	}
-	if _, err := run(ctx, worktree, runOpts{}, "reset", "--quiet"); err != nil {
-		return fmt.Errorf("gitops: %s: reset the index to %s: %w", worktree, short(commit), err)
+	pack, err := os.CreateTemp(c.HostDir, "transfer-*.pack")
+	if err != nil {
+		return fmt.Errorf("gitops: %s: copy the attempt's objects: %w", c.Source, err)
+	}
+	defer os.Remove(pack.Name())
+	defer pack.Close()
+	revs := commit + "\n"
+	for _, h := range have {
+		if h != "" {
+			revs += "^" + h + "\n"
+		}
+	}
+	if _, err := c.git(ctx, false, runOpts{stdin: strings.NewReader(revs), stdout: pack}, "pack-objects", "--stdout", "--revs", "-q"); err != nil {
+		return fmt.Errorf("gitops: %s: pack the attempt's objects: %w", c.Dir, err)
+	}
+	if _, err := pack.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("gitops: %s: copy the attempt's objects: %w", c.Source, err)
+	}
+	if _, err := run(ctx, c.Source, runOpts{stdin: pack}, "index-pack", "--stdin", "--strict"); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("gitops: %s: take in the attempt's objects: %w", c.Source, err)
+		}
+		return fmt.Errorf("gitops: %s: take in the attempt's objects: %w: %w", c.Source, ErrObjectsRefused, err)
 	}
 	return nil
 }

@@ -9,20 +9,23 @@ import (
 	"testing"
 )
 
-// attemptRepo is a repository on main with a worktree on branch "pb/x"
-// (started from main), as an attempt has.
-func attemptRepo(t *testing.T) (repo, wt string) {
-	t.Helper()
-	repo = newRepo(t, map[string]string{"a.txt": "one\ntwo\nthree\n", "b.txt": "b\n"})
-	wt = filepath.Join(t.TempDir(), "wt")
-	if _, err := AddWorktree(t.Context(), repo, wt, "pb/x", "main"); err != nil {
-		t.Fatal(err)
-	}
-	return repo, wt
+// attempt is an attempt's clone with its base commit.
+type attempt struct {
+	Clone
+	base string
 }
 
-func spec(repo, wt string) MergeSpec {
-	return MergeSpec{RepoPath: repo, TargetBranch: "main", Worktree: wt, Branch: "pb/x", ChangesMessage: "plugboard: changes of attempt 12345678"}
+// attemptRepo is a repository on main with a clone on branch "pb/x"
+// (started from main), as an attempt has.
+func attemptRepo(t *testing.T) (string, attempt) {
+	t.Helper()
+	repo := newRepo(t, map[string]string{"a.txt": "one\ntwo\nthree\n", "b.txt": "b\n"})
+	c, base := newClone(t, repo, "pb/x", "main")
+	return repo, attempt{c, base}
+}
+
+func spec(a attempt) MergeSpec {
+	return MergeSpec{Repo: a.Clone, TargetBranch: "main", Branch: "pb/x", Base: a.base, ChangesMessage: "plugboard: changes of attempt 12345678"}
 }
 
 func prepare(t *testing.T, s MergeSpec) *MergePlan {
@@ -41,14 +44,15 @@ func parents(t *testing.T, repo, commit string) []string {
 }
 
 func TestReviewMergeIntoBranchCheckedOutNowhere(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	gitT(t, repo, "checkout", "-q", "-b", "other") // main is now checked out nowhere
 	writeFiles(t, wt, map[string]string{"a.txt": "one\nTWO\nthree\n"})
 	gitT(t, wt, "commit", "-q", "-am", "agent work")
 	attemptTip := gitT(t, wt, "rev-parse", "HEAD")
 	mainTip := gitT(t, repo, "rev-parse", "main")
 
-	p := prepare(t, spec(repo, wt))
+	p := prepare(t, spec(a))
 	if !p.Ready() || p.Checkout != "" || p.UpToDate || p.ChangesCommitted || p.Source != attemptTip {
 		t.Fatalf("plan = %+v", p)
 	}
@@ -80,7 +84,8 @@ func TestReviewMergeIntoBranchCheckedOutNowhere(t *testing.T) {
 }
 
 func TestReviewMergeIntoCleanCheckout(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	// main moved on meanwhile, on another file: a real merge.
 	writeFiles(t, repo, map[string]string{"b.txt": "b changed on main\n"})
 	gitT(t, repo, "commit", "-q", "-am", "main work")
@@ -88,7 +93,7 @@ func TestReviewMergeIntoCleanCheckout(t *testing.T) {
 	writeFiles(t, wt, map[string]string{"a.txt": "one\nTWO\nthree\n"})
 	gitT(t, wt, "commit", "-q", "-am", "agent work")
 
-	p := prepare(t, spec(repo, wt))
+	p := prepare(t, spec(a))
 	wantCheckout, _ := filepath.EvalSymlinks(repo)
 	if gotCheckout, _ := filepath.EvalSymlinks(p.Checkout); !p.Ready() || gotCheckout != wantCheckout {
 		t.Fatalf("plan = %+v; want ready, checked out in %s", p, repo)
@@ -116,7 +121,8 @@ func TestReviewMergeIntoCleanCheckout(t *testing.T) {
 }
 
 func TestReviewMergeRefusedOnDirtyCheckout(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	writeFiles(t, wt, map[string]string{"a.txt": "one\nTWO\nthree\n", "new.txt": "new\n"})
 	gitT(t, wt, "add", "-A")
 	gitT(t, wt, "commit", "-q", "-m", "agent work")
@@ -124,12 +130,12 @@ func TestReviewMergeRefusedOnDirtyCheckout(t *testing.T) {
 
 	// An untracked file the merge does not write is no obstacle.
 	writeFiles(t, repo, map[string]string{"notes.txt": "mine\n"})
-	if p := prepare(t, spec(repo, wt)); !p.Ready() {
+	if p := prepare(t, spec(a)); !p.Ready() {
 		t.Fatalf("an unrelated untracked file blocked the merge: %+v", p)
 	}
 	// One it would overwrite is, and so is any change to a tracked file.
 	writeFiles(t, repo, map[string]string{"new.txt": "mine too\n", "b.txt": "edited, not committed\n"})
-	p := prepare(t, spec(repo, wt))
+	p := prepare(t, spec(a))
 	if p.Ready() || !slices.Equal(p.Dirty, []string{"b.txt", "new.txt"}) || len(p.Conflicts) != 0 {
 		t.Fatalf("plan = %+v; want dirty b.txt and new.txt", p)
 	}
@@ -145,7 +151,8 @@ func TestReviewMergeRefusedOnDirtyCheckout(t *testing.T) {
 }
 
 func TestReviewMergeConflictListsPaths(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	gitT(t, repo, "checkout", "-q", "--detach")
 	writeFiles(t, wt, map[string]string{"a.txt": "one\nagent\nthree\n", "b.txt": "agent b\n", "c.txt": "clean\n"})
 	gitT(t, wt, "add", "-A")
@@ -156,11 +163,12 @@ func TestReviewMergeConflictListsPaths(t *testing.T) {
 	gitT(t, repo, "commit", "-q", "-am", "main work")
 	mainTip := gitT(t, repo, "rev-parse", "main")
 
-	p := prepare(t, spec(repo, wt))
-	if p.Ready() || !slices.Equal(p.Conflicts, []string{"a.txt", "b.txt"}) {
+	recorded := gitT(t, repo, "rev-parse", "pb/x")
+	p := prepare(t, spec(a))
+	if p.Ready() || !slices.Equal(p.Conflicts, []string{"a.txt", "b.txt"}) || p.BranchTip != branchTip {
 		t.Fatalf("plan = %+v; want conflicts a.txt, b.txt", p)
 	}
-	if gitT(t, repo, "rev-parse", "main") != mainTip || gitT(t, repo, "rev-parse", "pb/x") != branchTip {
+	if gitT(t, repo, "rev-parse", "main") != mainTip || gitT(t, repo, "rev-parse", "pb/x") != recorded || gitT(t, wt, "rev-parse", "HEAD") != branchTip {
 		t.Fatal("a branch moved")
 	}
 	if got := gitT(t, repo, "status", "--porcelain"); got != "" {
@@ -169,7 +177,8 @@ func TestReviewMergeConflictListsPaths(t *testing.T) {
 }
 
 func TestReviewMergeCommitsUncommittedChangesFirst(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	gitT(t, repo, "checkout", "-q", "--detach")
 	base := gitT(t, repo, "rev-parse", "main")
 	// Staged, unstaged, untracked and ignored files, and a deletion.
@@ -178,7 +187,7 @@ func TestReviewMergeCommitsUncommittedChangesFirst(t *testing.T) {
 	writeFiles(t, wt, map[string]string{"a.txt": "one\nTWO\nthree\n", "untracked.txt": "u\n", "debug.log": "ignored\n"})
 	os.Remove(filepath.Join(wt, "b.txt"))
 
-	p := prepare(t, spec(repo, wt))
+	p := prepare(t, spec(a))
 	if !p.Ready() || !p.ChangesCommitted || p.Source == base {
 		t.Fatalf("plan = %+v", p)
 	}
@@ -186,18 +195,21 @@ func TestReviewMergeCommitsUncommittedChangesFirst(t *testing.T) {
 	if gitT(t, wt, "rev-parse", "HEAD") != base || gitT(t, wt, "status", "--porcelain", "--untracked-files=no") == "" {
 		t.Fatal("PrepareMerge changed the attempt branch or index")
 	}
+	statusBefore := gitT(t, wt, "status", "--porcelain")
 	res, err := p.Apply(t.Context(), "Merge attempt 12345678: t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ChangesCommit != p.Source || gitT(t, wt, "rev-parse", "HEAD") != res.ChangesCommit {
+	// Recorded on the attempt branch in the user's repository; the clone,
+	// the agent's, is left as it was.
+	if res.ChangesCommit != p.Source || gitT(t, repo, "rev-parse", "pb/x") != res.ChangesCommit {
 		t.Fatalf("attempt branch not at the changes commit: %+v", res)
 	}
-	if msg := gitT(t, wt, "log", "-1", "--format=%s"); msg != "plugboard: changes of attempt 12345678" {
+	if msg := gitT(t, repo, "log", "-1", "--format=%s", "pb/x"); msg != "plugboard: changes of attempt 12345678" {
 		t.Fatalf("changes commit message %q", msg)
 	}
-	if got := gitT(t, wt, "status", "--porcelain"); got != "" {
-		t.Fatalf("the attempt worktree still shows changes: %q", got)
+	if gitT(t, wt, "rev-parse", "HEAD") != base || gitT(t, wt, "status", "--porcelain") != statusBefore {
+		t.Fatal("Apply changed the attempt's clone")
 	}
 	files := strings.Fields(gitT(t, repo, "ls-tree", "-r", "--name-only", "main"))
 	if want := []string{".gitignore", "a.txt", "staged.txt", "untracked.txt"}; !slices.Equal(files, want) {
@@ -209,10 +221,11 @@ func TestReviewMergeCommitsUncommittedChangesFirst(t *testing.T) {
 }
 
 func TestReviewMergeUpToDateAndMovedTarget(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	gitT(t, repo, "checkout", "-q", "--detach")
 	mainTip := gitT(t, repo, "rev-parse", "main")
-	p := prepare(t, spec(repo, wt))
+	p := prepare(t, spec(a))
 	if !p.UpToDate || !p.Ready() {
 		t.Fatalf("an attempt without changes: plan %+v, want up to date", p)
 	}
@@ -222,7 +235,7 @@ func TestReviewMergeUpToDateAndMovedTarget(t *testing.T) {
 	}
 
 	writeFiles(t, wt, map[string]string{"a.txt": "changed\n"})
-	p = prepare(t, spec(repo, wt))
+	p = prepare(t, spec(a))
 	gitT(t, repo, "checkout", "-q", "main")
 	writeFiles(t, repo, map[string]string{"b.txt": "moved\n"})
 	gitT(t, repo, "commit", "-q", "-am", "meanwhile")
@@ -237,7 +250,8 @@ func TestReviewMergeUpToDateAndMovedTarget(t *testing.T) {
 }
 
 func TestReviewMergeIdentity(t *testing.T) {
-	repo, wt := attemptRepo(t)
+	repo, a := attemptRepo(t)
+	wt := a.Dir
 	gitT(t, repo, "checkout", "-q", "--detach")
 	writeFiles(t, wt, map[string]string{"a.txt": "changed\n"})
 	// No identity anywhere: the plugboard default.
@@ -249,7 +263,7 @@ func TestReviewMergeIdentity(t *testing.T) {
 	os.Unsetenv("GIT_AUTHOR_EMAIL")
 	os.Unsetenv("GIT_COMMITTER_NAME")
 	os.Unsetenv("GIT_COMMITTER_EMAIL")
-	res, err := prepare(t, spec(repo, wt)).Apply(t.Context(), "m")
+	res, err := prepare(t, spec(a)).Apply(t.Context(), "m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +276,7 @@ func TestReviewMergeIdentity(t *testing.T) {
 	gitT(t, repo, "config", "user.name", "Repo Owner")
 	gitT(t, repo, "config", "user.email", "owner@example.com")
 	writeFiles(t, wt, map[string]string{"a.txt": "changed again\n"})
-	res, err = prepare(t, spec(repo, wt)).Apply(t.Context(), "m")
+	res, err = prepare(t, spec(a)).Apply(t.Context(), "m")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,102 +99,6 @@ func BranchExists(ctx context.Context, repoPath, branch string) (bool, error) {
 	default:
 		return false, fmt.Errorf("gitops: %s: look up branch %q: %w", repoPath, branch, err)
 	}
-}
-
-// AddWorktree creates worktreeDir (and any missing parents) as a new
-// worktree of repoPath on a new branch newBranch that starts at the tip of
-// the existing local branch fromBranch. It returns the full sha of that tip,
-// the attempt's base commit.
-//
-// Errors wrap ErrBranchNotFound when fromBranch does not exist and
-// ErrBranchExists when newBranch already does; in those cases nothing was
-// created. git's post-checkout hook runs, as it would for the user.
-func AddWorktree(ctx context.Context, repoPath, worktreeDir, newBranch, fromBranch string) (string, error) {
-	for _, a := range [][2]string{{"new branch", newBranch}, {"from branch", fromBranch}, {"worktree directory", worktreeDir}} {
-		if err := checkArg(a[0], a[1]); err != nil {
-			return "", fmt.Errorf("gitops: %s: add worktree: %w", repoPath, err)
-		}
-	}
-	// git resolves a relative path against its working directory, which is
-	// the repository; the caller means its own.
-	dir, err := filepath.Abs(worktreeDir)
-	if err != nil {
-		return "", fmt.Errorf("gitops: %s: add worktree %s: %w", repoPath, worktreeDir, err)
-	}
-	out, err := run(ctx, repoPath, runOpts{}, "rev-parse", "--verify", "--quiet", "refs/heads/"+fromBranch+"^{commit}")
-	if err != nil {
-		if exitCode(err) == 1 {
-			return "", fmt.Errorf("gitops: %s: branch %q does not exist (list branches with `git branch`; a new repository needs a first commit): %w", repoPath, fromBranch, ErrBranchNotFound)
-		}
-		return "", fmt.Errorf("gitops: %s: resolve branch %q: %w", repoPath, fromBranch, err)
-	}
-	base := strings.TrimSpace(string(out))
-	exists, err := BranchExists(ctx, repoPath, newBranch)
-	if err != nil {
-		return "", err
-	}
-	if exists {
-		return "", fmt.Errorf("gitops: %s: branch %q already exists; delete it (git branch -D %s) or choose another name: %w", repoPath, newBranch, newBranch, ErrBranchExists)
-	}
-	// Start from the resolved sha rather than the branch name: the base we
-	// report is then exactly where the branch starts even if fromBranch
-	// moves meanwhile, and no upstream tracking gets configured.
-	if _, err := run(ctx, repoPath, runOpts{}, "worktree", "add", "--quiet", "-b", newBranch, dir, base); err != nil {
-		return "", fmt.Errorf("gitops: %s: add worktree %s on branch %q from %q: %w", repoPath, dir, newBranch, fromBranch, err)
-	}
-	return base, nil
-}
-
-// RemoveWorktree removes the worktree at worktreeDir, discarding any
-// uncommitted work in it, and then deletes branch (skipped when branch is
-// ""). It is idempotent: a directory already deleted by hand is pruned from
-// git's records, and a missing worktree or branch is not an error.
-//
-// A worktree locked with `git worktree lock` is refused, since someone
-// locked it on purpose.
-func RemoveWorktree(ctx context.Context, repoPath, worktreeDir, branch string) error {
-	if err := checkArg("worktree directory", worktreeDir); err != nil {
-		return fmt.Errorf("gitops: %s: remove worktree: %w", repoPath, err)
-	}
-	if branch != "" {
-		if err := checkArg("branch name", branch); err != nil {
-			return fmt.Errorf("gitops: %s: remove worktree: %w", repoPath, err)
-		}
-	}
-	dir, err := filepath.Abs(worktreeDir)
-	if err != nil {
-		return fmt.Errorf("gitops: %s: remove worktree %s: %w", repoPath, worktreeDir, err)
-	}
-	if _, err := run(ctx, repoPath, runOpts{}, "worktree", "remove", "--force", dir); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("gitops: %s: remove worktree %s: %w", repoPath, dir, err)
-		}
-		// A directory that still exists is not ours to delete unless git
-		// agrees it is a worktree, so only a vanished one is tolerated.
-		if _, serr := os.Lstat(dir); !errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("gitops: %s: remove worktree %s: %w", repoPath, dir, err)
-		}
-		// Forget the registration of a directory deleted by hand, so that
-		// the branch is no longer "checked out" there and can be deleted.
-		if _, err := run(ctx, repoPath, runOpts{}, "worktree", "prune"); err != nil {
-			return fmt.Errorf("gitops: %s: prune worktree %s: %w", repoPath, dir, err)
-		}
-	}
-	if branch == "" {
-		return nil
-	}
-	exists, err := BranchExists(ctx, repoPath, branch)
-	if err != nil || !exists {
-		return err
-	}
-	if _, err := run(ctx, repoPath, runOpts{}, "branch", "-D", branch); err != nil {
-		// Someone else may have deleted it between the check and now.
-		if exists, cerr := BranchExists(ctx, repoPath, branch); cerr == nil && !exists {
-			return nil
-		}
-		return fmt.Errorf("gitops: %s: delete branch %q: %w", repoPath, branch, err)
-	}
-	return nil
 }
 
 // maxSlug bounds the title part of a branch name: long enough to recognise

@@ -67,9 +67,10 @@ func TestDefaultBranchAndBranchExists(t *testing.T) {
 	}
 }
 
-func TestWorktreeAddRemove(t *testing.T) {
+func TestCloneAddRemove(t *testing.T) {
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
-	// The target branch is ahead of the checked-out one, so a worktree
+	writeFiles(t, filepath.Join(repo, ".git"), map[string]string{"info/exclude": "*.secret\n"})
+	// The target branch is ahead of the checked-out one, so a clone
 	// started from HEAD instead would be caught.
 	gitT(t, repo, "checkout", "-q", "-b", "target")
 	writeFiles(t, repo, map[string]string{"b.txt": "b\n"})
@@ -77,89 +78,154 @@ func TestWorktreeAddRemove(t *testing.T) {
 	gitT(t, repo, "commit", "-q", "-m", "target work")
 	gitT(t, repo, "checkout", "-q", "main")
 	targetTip := gitT(t, repo, "rev-parse", "target")
+	configBefore, _ := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	ctx := t.Context()
 
-	wt := filepath.Join(t.TempDir(), "attempts", "a1") // parent does not exist yet
+	c := Clone{Source: repo, Dir: filepath.Join(t.TempDir(), "attempts", "a1", "repo"), // parents do not exist yet
+		HostDir: filepath.Join(t.TempDir(), "gitdirs", "a1", "repo")}
 	const branch = "pb/a1-do-it"
-	base, err := AddWorktree(ctx, repo, wt, branch, "target")
+	base, err := AddClone(ctx, c, branch, "target")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if base != targetTip || len(base) != 40 {
 		t.Errorf("base = %q, want target tip %s", base, targetTip)
 	}
+	wt := c.Dir
 	if head := gitT(t, wt, "rev-parse", "HEAD"); head != targetTip {
-		t.Errorf("worktree HEAD = %s, want %s", head, targetTip)
+		t.Errorf("clone HEAD = %s, want %s", head, targetTip)
 	}
 	if b := gitT(t, wt, "symbolic-ref", "--short", "HEAD"); b != branch {
-		t.Errorf("worktree branch = %s, want %s", b, branch)
+		t.Errorf("clone branch = %s, want %s", b, branch)
 	}
 	if _, err := os.Stat(filepath.Join(wt, "b.txt")); err != nil {
 		t.Errorf("target branch content missing: %v", err)
 	}
-	if upstream := exec.Command("git", "-C", repo, "config", "branch."+branch+".merge"); upstream.Run() == nil {
+	// A clone of its own: its own git dir, Source's objects borrowed.
+	if gd := gitT(t, wt, "rev-parse", "--path-format=absolute", "--git-common-dir"); gd != filepath.Join(wt, ".git") {
+		t.Errorf("clone's git dir = %s", gd)
+	}
+	if alt, _ := os.ReadFile(filepath.Join(wt, ".git", "objects", "info", "alternates")); !strings.Contains(string(alt), filepath.Join(repo, ".git", "objects")) {
+		t.Errorf("clone's alternates = %q", alt)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(wt, ".git", "hooks")); len(entries) != 0 {
+		t.Errorf("clone has hooks: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wt, ".git", "info", "exclude")); string(b) != "*.secret\n" {
+		t.Errorf("clone's info/exclude = %q, want Source's", b)
+	}
+	// Fetching from Source works; pushing to it does not, nor is there an
+	// upstream to push to.
+	gitT(t, wt, "fetch", "-q", "origin")
+	if exec.Command("git", "-C", wt, "config", "branch."+branch+".merge").Run() == nil {
 		t.Error("attempt branch got an upstream")
 	}
+	if out, err := exec.Command("git", "-C", wt, "push", "-q", "origin", "HEAD:refs/heads/pushed").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "approve_attempt") {
+		t.Errorf("push from the clone: %v: %s", err, out)
+	}
+	if ok, _ := BranchExists(ctx, repo, "pushed"); ok {
+		t.Error("the clone pushed into Source")
+	}
+	// Source has the branch at base, and nothing else changed.
+	if tip := gitT(t, repo, "rev-parse", branch); tip != base {
+		t.Errorf("Source's %s at %s, want %s", branch, tip, base)
+	}
+	if after, _ := os.ReadFile(filepath.Join(repo, ".git", "config")); string(after) != string(configBefore) {
+		t.Errorf("Source's config changed:\n%s", after)
+	}
+	// The host git dir reads the clone's files against base.
+	for _, f := range []string{"HEAD", "config", "index", "objects/info/alternates", "info/exclude"} {
+		if _, err := os.Stat(filepath.Join(c.HostDir, filepath.FromSlash(f))); err != nil {
+			t.Errorf("host git dir: %v", err)
+		}
+	}
 
-	if _, err := AddWorktree(ctx, repo, filepath.Join(t.TempDir(), "x"), "pb/other", "no-such-branch"); !errors.Is(err, ErrBranchNotFound) || !strings.Contains(err.Error(), "no-such-branch") {
-		t.Errorf("AddWorktree from missing branch: %v", err)
+	if _, err := AddClone(ctx, Clone{Source: repo, Dir: filepath.Join(t.TempDir(), "x"), HostDir: filepath.Join(t.TempDir(), "hx")}, "pb/other", "no-such-branch"); !errors.Is(err, ErrBranchNotFound) || !strings.Contains(err.Error(), "no-such-branch") {
+		t.Errorf("AddClone from missing branch: %v", err)
 	}
-	other := filepath.Join(t.TempDir(), "y")
-	if _, err := AddWorktree(ctx, repo, other, branch, "main"); !errors.Is(err, ErrBranchExists) || !strings.Contains(err.Error(), branch) {
-		t.Errorf("AddWorktree onto existing branch: %v", err)
+	other := Clone{Source: repo, Dir: filepath.Join(t.TempDir(), "y"), HostDir: filepath.Join(t.TempDir(), "hy")}
+	if _, err := AddClone(ctx, other, branch, "main"); !errors.Is(err, ErrBranchExists) || !strings.Contains(err.Error(), branch) {
+		t.Errorf("AddClone onto existing branch: %v", err)
 	}
-	if _, err := os.Stat(other); !os.IsNotExist(err) {
-		t.Errorf("failed AddWorktree left %s behind", other)
+	for _, d := range []string{other.Dir, other.HostDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("failed AddClone left %s behind", d)
+		}
+	}
+	// A failure after the branch was made in Source removes it again.
+	taken := Clone{Source: repo, Dir: t.TempDir(), HostDir: filepath.Join(t.TempDir(), "hz")}
+	writeFiles(t, taken.Dir, map[string]string{"occupied": "x"})
+	if _, err := AddClone(ctx, taken, "pb/occupied", "main"); err == nil {
+		t.Error("AddClone into an existing directory: no error")
+	}
+	if ok, _ := BranchExists(ctx, repo, "pb/occupied"); ok {
+		t.Error("failed AddClone left its branch in Source")
 	}
 
 	writeFiles(t, wt, map[string]string{"dirty.txt": "uncommitted\n", "a.txt": "changed\n"})
+	// Directories without write permission, as Go's module cache makes.
+	writeFiles(t, wt, map[string]string{"ro/dir/f": "x"})
+	os.Chmod(filepath.Join(wt, "ro", "dir"), 0o555)
+	os.Chmod(filepath.Join(wt, "ro"), 0o555)
 	for i := range 2 {
-		if err := RemoveWorktree(ctx, repo, wt, branch); err != nil {
-			t.Fatalf("RemoveWorktree #%d: %v", i+1, err)
+		if err := RemoveClone(ctx, c, branch); err != nil {
+			t.Fatalf("RemoveClone #%d: %v", i+1, err)
 		}
 	}
-	if _, err := os.Stat(wt); !os.IsNotExist(err) {
-		t.Errorf("worktree directory still there: %v", err)
+	for _, d := range []string{wt, c.HostDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
 	}
 	if ok, _ := BranchExists(ctx, repo, branch); ok {
 		t.Error("branch not deleted")
-	}
-	if list := gitT(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, "attempts") {
-		t.Errorf("worktree still registered:\n%s", list)
 	}
 	if ok, _ := BranchExists(ctx, repo, "target"); !ok {
 		t.Error("target branch lost")
 	}
 }
 
-func TestRemoveWorktreeDeletedByHand(t *testing.T) {
+func TestRemoveCloneDeletedByHand(t *testing.T) {
 	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
 	ctx := t.Context()
-	wt := filepath.Join(t.TempDir(), "wt")
-	if _, err := AddWorktree(ctx, repo, wt, "pb/gone", "main"); err != nil {
+	c, _ := newClone(t, repo, "pb/gone", "main")
+	if err := os.RemoveAll(c.Dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(wt); err != nil {
-		t.Fatal(err)
-	}
-	if err := RemoveWorktree(ctx, repo, wt, "pb/gone"); err != nil {
+	if err := RemoveClone(ctx, c, "pb/gone"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := BranchExists(ctx, repo, "pb/gone"); ok {
 		t.Error("branch not deleted")
 	}
 	// The same name can be used again: nothing of the old attempt remains.
-	if _, err := AddWorktree(ctx, repo, wt, "pb/gone", "main"); err != nil {
+	if _, err := AddClone(ctx, c, "pb/gone", "main"); err != nil {
 		t.Fatal(err)
 	}
-	// Removing a directory that is not a worktree must not delete it.
-	notWT := t.TempDir()
-	writeFiles(t, notWT, map[string]string{"keep": "me"})
-	if err := RemoveWorktree(ctx, repo, notWT, ""); err == nil {
-		t.Error("RemoveWorktree of a plain directory: no error")
+}
+
+// TestRemoveCloneOfLinkedWorktree removes an attempt made when attempts
+// were linked worktrees of Source: Source forgets the worktree.
+func TestRemoveCloneOfLinkedWorktree(t *testing.T) {
+	repo := newRepo(t, map[string]string{"a.txt": "a\n"})
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitT(t, repo, "worktree", "add", "-q", "-b", "pb/old", wt, "main")
+	writeFiles(t, wt, map[string]string{"a.txt": "changed\n"})
+	c := Clone{Source: repo, Dir: wt, HostDir: filepath.Join(t.TempDir(), "h")}
+	// Read through a host git dir made on demand.
+	changes, _, err := Changes(t.Context(), c, gitT(t, repo, "rev-parse", "main"))
+	if err != nil || len(changes) != 1 || changes[0].Path != "a.txt" {
+		t.Fatalf("Changes of a linked worktree = %+v, %v", changes, err)
 	}
-	if _, err := os.Stat(filepath.Join(notWT, "keep")); err != nil {
-		t.Errorf("plain directory damaged: %v", err)
+	if err := RemoveClone(t.Context(), c, "pb/old"); err != nil {
+		t.Fatal(err)
+	}
+	if list := gitT(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Errorf("worktree still registered:\n%s", list)
+	}
+	if ok, _ := BranchExists(t.Context(), repo, "pb/old"); ok {
+		t.Error("branch not deleted")
 	}
 }
 

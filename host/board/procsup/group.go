@@ -72,6 +72,7 @@ func KillGroup(pid int) error {
 // Linux does not reuse a number while a process group still has it as id.
 // An identity from an earlier boot, or "", never leads to a signal. It
 // returns whether a signal was sent (which does not mean anyone was left).
+// It reaches only the group; KillTree, given a Handle, ends the whole tree.
 func KillGroupIf(pid int, identity string) (bool, error) {
 	if pid <= 1 {
 		return false, fmt.Errorf("procsup: kill group %d: not a process group id", pid)

@@ -18,9 +18,14 @@ import (
 const DefaultMaxLineBytes = 64 << 10
 
 // drainTimeout bounds how long Done waits for the output pipes to reach EOF
-// after the group has been killed. Only a descendant that left the group
-// (setsid, setpgid) can still hold them; its output is not worth a hang.
+// after the tree has been killed. Only a descendant that escaped it (left
+// the group and cleared its environment, where no cgroup holds the tree) can
+// still hold them; its output is not worth a hang.
 const drainTimeout = 2 * time.Second
+
+// cgroupWait bounds how long the end of a tree waits for its cgroup to empty
+// after cgroup.kill, so the cgroup can be removed and Done means gone.
+const cgroupWait = 2 * time.Second
 
 // Spec describes the child to run.
 type Spec struct {
@@ -29,9 +34,13 @@ type Spec struct {
 	// Argv is the program and its arguments. A program name without a slash
 	// is looked up in the host's PATH, not in Env's.
 	Argv []string
-	// Env holds extra KEY=VALUE pairs appended to os.Environ(); a later
-	// duplicate key wins. PWD is set to Dir unless Env sets it.
+	// Env holds KEY=VALUE pairs for the child's environment, appended to
+	// os.Environ() unless NoInheritEnv is set; a later duplicate key wins.
+	// PWD is set to Dir unless Env sets it. TreeEnv is always set.
 	Env []string
+	// NoInheritEnv makes Env the child's whole environment: nothing of the
+	// host's own (its secrets) reaches the child unless Env carries it.
+	NoInheritEnv bool
 	// Stdin is written to the child's stdin, which is then closed; "" gives
 	// the child /dev/null.
 	Stdin string
@@ -40,6 +49,10 @@ type Spec struct {
 	// the read buffer per stream, so it bounds memory whatever the child
 	// prints. 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+
+	// noCgroup starts the child without a cgroup, as where none can be
+	// made; for tests of the fallback.
+	noCgroup bool
 }
 
 // Stream names an output stream of the child.
@@ -79,7 +92,8 @@ type Result struct {
 	StoppedBy string
 	// Err is non-nil when the run could not be observed completely: waiting
 	// or reading output failed, or output was cut off because a descendant
-	// outside the group kept a pipe open. It does not report a non-zero exit.
+	// that escaped the tree kept a pipe open. It does not report a non-zero
+	// exit.
 	Err error
 }
 
@@ -91,6 +105,8 @@ var ErrRunning = errors.New("procsup: process still running")
 type Process struct {
 	pid      int
 	identity string
+	marker   string // the tree marker (TreeEnv) of this child
+	cgroup   string // the child's cgroup directory, "" when it has none
 	onLine   OnLine
 	done     chan struct{}
 	result   Result // written once before done is closed
@@ -122,35 +138,91 @@ func Start(ctx context.Context, spec Spec, onLine OnLine) (*Process, error) {
 		maxLine = DefaultMaxLineBytes
 	}
 
-	cmd := exec.Command(name, spec.Argv[1:]...)
-	cmd.Dir = spec.Dir
-	cmd.Env = environ(spec)
-	// Setsid rather than only Setpgid: the child also loses the controlling
-	// terminal, so a tool that opens /dev/tty (a git credential prompt)
-	// fails instead of being stopped by SIGTTIN for ever when the host runs
-	// in a terminal. The session leader leads its process group all the same.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-
+	SealHost()
 	pp, err := newPipes(spec.Stdin != "")
 	if err != nil {
 		return nil, wrap(err)
 	}
-	cmd.Stdout, cmd.Stderr = pp.outW, pp.errW
-	if pp.inR != nil {
-		cmd.Stdin = pp.inR
+	p := &Process{onLine: onLine, done: make(chan struct{}), marker: newMarker()}
+	env := environ(spec, p.marker)
+	newCmd := func(cgroupFD int) *exec.Cmd {
+		cmd := exec.Command(name, spec.Argv[1:]...)
+		cmd.Dir = spec.Dir
+		cmd.Env = env
+		// Setsid rather than only Setpgid: the child also loses the
+		// controlling terminal, so a tool that opens /dev/tty (a git
+		// credential prompt) fails instead of being stopped by SIGTTIN for
+		// ever when the host runs in a terminal. The session leader leads
+		// its process group all the same.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		if cgroupFD >= 0 {
+			// Born inside its cgroup (clone3): there is no moment in which
+			// it could fork a process outside it.
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgroupFD
+		}
+		cmd.Stdout, cmd.Stderr = pp.outW, pp.errW
+		if pp.inR != nil {
+			cmd.Stdin = pp.inR
+		}
+		return cmd
 	}
 
-	p := &Process{onLine: onLine, done: make(chan struct{})}
 	started := make(chan error, 1)
-	go p.supervise(cmd, pp, spec.Stdin, maxLine, started)
+	go p.supervise(func() (*exec.Cmd, error) { return p.start(spec, newCmd) }, pp, spec.Stdin, maxLine, started)
 	if err := <-started; err != nil {
 		return nil, wrap(err)
 	}
 	return p, nil
 }
 
-func environ(spec Spec) []string {
-	env := os.Environ()
+// start starts the child in a cgroup of its own where this host can make
+// one, else without. A start into a cgroup that fails where one without
+// works means the kernel or the sandbox refuses clone3 or the migration:
+// the host stops trying for the rest of its life.
+func (p *Process) start(spec Spec, newCmd func(cgroupFD int) *exec.Cmd) (*exec.Cmd, error) {
+	if !spec.noCgroup && !cgroupsBroken.Load() {
+		if h, err := hostCgroup(); err == nil {
+			if dir, fd, err := h.newChild(); err == nil {
+				cmd := newCmd(fd)
+				err := cmd.Start()
+				syscall.Close(fd)
+				if err == nil {
+					p.cgroup = dir
+					return cmd, nil
+				}
+				removeCgroup(dir)
+				cmd = newCmd(-1)
+				if err := cmd.Start(); err != nil {
+					return nil, err
+				}
+				cgroupsBroken.Store(true)
+				return cmd, nil
+			}
+		}
+	}
+	cmd := newCmd(-1)
+	return cmd, cmd.Start()
+}
+
+// SealHost makes this process non-dumpable; Start calls it before the first
+// child, and a host may call it earlier (before it runs git, say). Children
+// run as the same user and could otherwise read the host's /proc/PID/environ
+// (the secrets it was started with, such as PLUGBOARD_HTTP_TOKEN), its
+// memory, or attach a debugger to it; a user with CAP_SYS_PTRACE (root)
+// still can. Children are dumpable again after their exec, as usual, and
+// the host no longer writes core dumps.
+func SealHost() { seal() }
+
+var seal = sync.OnceFunc(func() {
+	const prSetDumpable = 4 // PR_SET_DUMPABLE from <linux/prctl.h>
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0)
+})
+
+func environ(spec Spec, marker string) []string {
+	var env []string
+	if !spec.NoInheritEnv {
+		env = os.Environ()
+	}
 	// exec.Cmd sets PWD only when Env is nil; without this the child would
 	// inherit the host's PWD, which tools that trust $PWD would believe.
 	if spec.Dir != "" {
@@ -158,7 +230,14 @@ func environ(spec Spec) []string {
 			env = append(env, "PWD="+abs)
 		}
 	}
-	return append(env, spec.Env...)
+	env = append(env, spec.Env...)
+	// Last, so it wins: the tree a child belongs to is not the caller's to
+	// choose. A host that itself runs inside a tree passes its own markers on.
+	chain := marker
+	if outer := os.Getenv(TreeEnv); outer != "" {
+		chain = outer + ":" + marker
+	}
+	return append(env, TreeEnv+"="+chain)
 }
 
 // pipes are created by hand rather than with Cmd.StdoutPipe because Cmd.Wait
@@ -210,9 +289,10 @@ func (pp *pipes) closeAll() {
 // output delivered. It runs locked to its OS thread from the fork until the
 // reap: that thread is the child's parent for Pdeathsig, so it must not exit
 // or be handed to other goroutines (which could exit it) in between.
-func (p *Process) supervise(cmd *exec.Cmd, pp *pipes, stdin string, maxLine int, started chan<- error) {
+func (p *Process) supervise(start func() (*exec.Cmd, error), pp *pipes, stdin string, maxLine int, started chan<- error) {
 	runtime.LockOSThread()
-	if err := cmd.Start(); err != nil {
+	cmd, err := start()
+	if err != nil {
 		runtime.UnlockOSThread()
 		pp.closeAll()
 		started <- err
@@ -247,8 +327,12 @@ func (p *Process) supervise(cmd *exec.Cmd, pp *pipes, stdin string, maxLine int,
 	p.mu.Lock()
 	if waitidErr == nil {
 		// The leader is a zombie, so the group id is still ours: kill what
-		// it left behind.
+		// it left behind, and without a cgroup whatever of its tree the
+		// scan finds (the group id is one of its clues).
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		if p.cgroup == "" {
+			killScan(p.pid, p.marker)
+		}
 	} else {
 		errs = append(errs, fmt.Errorf("procsup: waitid %d: %w", p.pid, waitidErr))
 	}
@@ -257,6 +341,12 @@ func (p *Process) supervise(cmd *exec.Cmd, pp *pipes, stdin string, maxLine int,
 	p.mu.Unlock()
 	waitErr := cmd.Wait()
 	runtime.UnlockOSThread()
+	if p.cgroup != "" {
+		// Whatever the leader left, in its group or not, is in its cgroup.
+		if _, err := killCgroup(p.cgroup, cgroupWait); err != nil {
+			errs = append(errs, err)
+		}
+	}
 
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
@@ -264,7 +354,7 @@ func (p *Process) supervise(cmd *exec.Cmd, pp *pipes, stdin string, maxLine int,
 	select {
 	case <-drained:
 	case <-timer.C:
-		errs = append(errs, fmt.Errorf("procsup: output cut off: a descendant of %d outside its process group kept a pipe open %v after exit", p.pid, drainTimeout))
+		errs = append(errs, fmt.Errorf("procsup: output cut off: a descendant of %d that escaped its tree kept a pipe open %v after exit", p.pid, drainTimeout))
 		// Closing unblocks the pending reads.
 		pp.outR.Close()
 		pp.errR.Close()
@@ -319,12 +409,26 @@ func (p *Process) read(f *os.File, stream Stream, maxLine int) error {
 func (p *Process) PID() int { return p.pid }
 
 // Identity is the child's identity token (see Identity), or "" if it could
-// not be read. Store it with the pid for KillGroupIf.
+// not be read.
 func (p *Process) Identity() string { return p.identity }
 
-// Done is closed once the child has exited, what it left in its group has
+// Handle names the child and its whole tree (identity, tree marker, cgroup)
+// for KillTree: store it with the pid, so crash recovery or another host can
+// end everything the child started. It is "" when the identity could not be
+// read.
+func (p *Process) Handle() string {
+	if p.identity == "" {
+		return ""
+	}
+	return handle{identity: p.identity, marker: p.marker, cgroup: p.cgroup}.String()
+}
+
+// Cgroup is the child's cgroup directory, or "" when it runs without one.
+func (p *Process) Cgroup() string { return p.cgroup }
+
+// Done is closed once the child has exited, what it left of its tree has
 // been killed, and all its output has been delivered to OnLine (or, if a
-// descendant that left the group holds a pipe, 2 s after the exit).
+// descendant that escaped the tree holds a pipe, 2 s after the exit).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Result is how the process ended. Before Done it has ExitCode -1 and Err
@@ -338,11 +442,12 @@ func (p *Process) Result() Result {
 	}
 }
 
-// Stop stops the process group and returns once Done is closed. force sends
-// SIGKILL now; otherwise SIGINT is sent and, if the process is still there
-// after grace, SIGKILL. It is safe to call concurrently, repeatedly and after
-// exit; later calls never send a second SIGINT, which some agents read as
-// "quit now" rather than "wrap up".
+// Stop stops the process and returns once Done is closed. force sends
+// SIGKILL now to its whole tree; otherwise SIGINT is sent to its process
+// group (the agent's to pass on) and, if the process is still there after
+// grace, SIGKILL to the tree. It is safe to call concurrently, repeatedly
+// and after exit; later calls never send a second SIGINT, which some agents
+// read as "quit now" rather than "wrap up".
 func (p *Process) Stop(force bool, grace time.Duration) {
 	if force {
 		p.signal(syscall.SIGKILL, StopForce)
@@ -380,4 +485,12 @@ func (p *Process) signal(sig syscall.Signal, by string) {
 		p.stoppedBy = StopGraceful
 	}
 	_ = syscall.Kill(-p.pid, sig)
+	if sig == syscall.SIGKILL && p.cgroup != "" {
+		// At once, even if the leader is stuck and cannot die yet; the
+		// fallback's scan runs when the leader has exited.
+		if f, err := os.OpenFile(filepath.Join(p.cgroup, "cgroup.kill"), os.O_WRONLY, 0); err == nil {
+			f.Write([]byte("1"))
+			f.Close()
+		}
+	}
 }

@@ -259,12 +259,16 @@ func TestLeaderExitKillsGroup(t *testing.T) {
 	waitGone(t, gpid)
 }
 
+// TestEscapedDescendantDoesNotHang: where no cgroup holds the tree, a
+// descendant that leaves the session and clears its environment escapes the
+// tree kill; if it keeps the output pipes open, Done still closes, with the
+// output cut off.
 func TestEscapedDescendantDoesNotHang(t *testing.T) {
 	t.Parallel()
 	// The pid file is written after setsid, so the leader exits only once
 	// the descendant is out of the group and beyond the group kill.
-	p, c := start(t, Spec{Dir: t.TempDir(), Argv: []string{"bash", "-c", `
-		setsid sh -c 'echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 100' &
+	p, c := start(t, Spec{Dir: t.TempDir(), noCgroup: true, Argv: []string{"bash", "-c", `
+		env -i setsid sh -c 'echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 100' &
 		while [ ! -e pid ]; do sleep 0.01; done
 		cat pid`}})
 	epid, err := strconv.Atoi(c.waitLine())
@@ -275,6 +279,105 @@ func TestEscapedDescendantDoesNotHang(t *testing.T) {
 	res := wait(t, p)
 	if res.ExitCode != 0 || res.Err == nil || !strings.Contains(res.Err.Error(), "cut off") {
 		t.Errorf("result = %+v, want exit 0 and an output cut-off error", res)
+	}
+}
+
+// modes runs f with a cgroup per child (where this host can make one) and
+// with the fallback.
+func modes(t *testing.T, f func(t *testing.T, noCgroup bool)) {
+	for _, noCgroup := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noCgroup=%v", noCgroup), func(t *testing.T) {
+			t.Parallel()
+			if !noCgroup {
+				if _, err := hostCgroup(); err != nil {
+					t.Skipf("no cgroup for children here: %v", err)
+				}
+			}
+			f(t, noCgroup)
+		})
+	}
+}
+
+// detachedTree is a script that starts, each with its pid printed on a line
+// of its own once it runs, a child that left the session (setsid), a double
+// fork and a double fork that left the session, all ignoring SIGINT, and
+// prints "ready" and sleeps.
+const detachedTree = `trap '' INT
+setsid sh -c 'echo $$; exec sleep 100' &
+( sh -c 'echo $$; exec sleep 100' & )
+( setsid sh -c 'sh -c "echo \$\$; exec sleep 100" & exit 0' & )
+echo ready
+trap - INT
+sleep 100
+`
+
+// startTree starts detachedTree and returns the process with the pids of
+// its three detached descendants.
+func startTree(t *testing.T, noCgroup bool) (*Process, []int) {
+	t.Helper()
+	p, c := start(t, Spec{noCgroup: noCgroup, Argv: []string{"bash", "-c", detachedTree}})
+	var pids []int
+	for ready := false; !ready || len(pids) < 3; {
+		line := c.waitLine()
+		if line == "ready" {
+			ready = true
+			continue
+		}
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			t.Fatalf("tree printed %q", line)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		pids = append(pids, pid)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("tree started %d descendants, want 3", len(pids))
+	}
+	for _, pid := range pids {
+		if !Alive(pid) {
+			t.Fatalf("descendant %d not alive", pid)
+		}
+	}
+	if got := p.Cgroup() != ""; got == noCgroup {
+		t.Fatalf("Cgroup() = %q with noCgroup=%v", p.Cgroup(), noCgroup)
+	}
+	return p, pids
+}
+
+func TestLeaderExitKillsDetachedTree(t *testing.T) {
+	t.Parallel()
+	modes(t, func(t *testing.T, noCgroup bool) {
+		p, pids := startTree(t, noCgroup)
+		if err := syscall.Kill(p.PID(), syscall.SIGTERM); err != nil { // the leader alone
+			t.Fatal(err)
+		}
+		if res := wait(t, p); res.Signal != "terminated" || res.Err != nil {
+			t.Errorf("result = %+v", res)
+		}
+		for _, pid := range pids {
+			waitGone(t, pid)
+		}
+		if cg := p.Cgroup(); cg != "" {
+			if _, err := os.Stat(cg); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("cgroup %s left behind: %v", cg, err)
+			}
+		}
+	})
+}
+
+func TestStopKillsDetachedTree(t *testing.T) {
+	t.Parallel()
+	for _, force := range []bool{true, false} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			t.Parallel()
+			modes(t, func(t *testing.T, noCgroup bool) {
+				p, pids := startTree(t, noCgroup)
+				stop(t, p, force, 5*time.Second)
+				for _, pid := range pids {
+					waitGone(t, pid)
+				}
+			})
+		})
 	}
 }
 
@@ -533,6 +636,9 @@ func TestKillGroupIf(t *testing.T) {
 
 // Not parallel: the goroutine count must not move under other tests.
 func TestNoGoroutineLeak(t *testing.T) {
+	// The cgroup directory and its watchdog (one goroutine waiting for it)
+	// are the host's, made at the first start, not a process's.
+	hostCgroup()
 	base := runtime.NumGoroutine()
 	for _, spec := range []Spec{
 		{Argv: []string{"sh", "-c", "echo out; echo err >&2"}, Stdin: "ignored"},

@@ -34,7 +34,8 @@ func (s *Store) RecordEvent(ctx context.Context, typ, subjectID string, data any
 			return err
 		}
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO events (id, type, subject_id, data, created_at) VALUES (?, ?, ?, ?, ?)`,
+	// conn: an event of an operation run by RunEffect commits with it.
+	_, err := s.conn(ctx).ExecContext(ctx, `INSERT INTO events (id, type, subject_id, data, created_at) VALUES (?, ?, ?, ?, ?)`,
 		NewID(), typ, subjectID, string(b), Now())
 	return err
 }

@@ -75,9 +75,14 @@ func (s *Store) ReleaseRequest(ctx context.Context, tool, requestID string) erro
 }
 
 // PruneRequests deletes completed records older than completedTTL and
-// in_progress records older than inProgressTTL; a TTL of 0 keeps them.
+// in_progress records older than inProgressTTL, and journaled effects
+// older than completedTTL (a retry after that runs anew, as it would after
+// its completed record expired); a TTL of 0 keeps them.
 func (s *Store) PruneRequests(ctx context.Context, now time.Time, completedTTL, inProgressTTL time.Duration) (int64, error) {
-	var total int64
+	total, err := s.pruneEffects(ctx, now, completedTTL)
+	if err != nil {
+		return total, err
+	}
 	for _, p := range []struct {
 		state string
 		ttl   time.Duration

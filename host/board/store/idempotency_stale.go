@@ -23,27 +23,38 @@ import (
 // or release its successor's.
 func (s *Store) ClaimRequestAt(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
 	inProgressTTL time.Duration) (outcome string, result []byte, token string, err error) {
+	return s.ClaimRequestAs(ctx, now, tool, requestID, payloadHash, inProgressTTL, "", nil)
+}
+
+// ClaimRequestAs is ClaimRequestAt for a claim owned by owner (a string
+// naming the claiming process): an in_progress record held by another
+// owner that dead reports gone is taken over at once, like a stale one —
+// its host was killed mid-call and will never finish it. dead is asked
+// only about owners other than owner, and never about records without one.
+func (s *Store) ClaimRequestAs(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
+	inProgressTTL time.Duration, owner string, dead func(owner string) bool) (outcome string, result []byte, token string, err error) {
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var (
-			hash, state, updated string
-			stored               sql.NullString
+			hash, state, updated, holder string
+			stored                       sql.NullString
 		)
-		err := tx.QueryRowContext(ctx, `SELECT payload_hash, state, result, updated_at FROM idempotency_records
-			WHERE tool = ? AND request_id = ?`, tool, requestID).Scan(&hash, &state, &stored, &updated)
+		err := tx.QueryRowContext(ctx, `SELECT payload_hash, state, result, updated_at, owner FROM idempotency_records
+			WHERE tool = ? AND request_id = ?`, tool, requestID).Scan(&hash, &state, &stored, &updated, &holder)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			token = FormatTime(now)
 			outcome = ClaimNew
-			_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_records (tool, request_id, payload_hash, state, created_at, updated_at)
-				VALUES (?, ?, ?, 'in_progress', ?, ?)`, tool, requestID, payloadHash, token, token)
+			_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_records (tool, request_id, payload_hash, state, created_at, updated_at, owner)
+				VALUES (?, ?, ?, 'in_progress', ?, ?, ?)`, tool, requestID, payloadHash, token, token, owner)
 			return err
 		case err != nil:
 			return err
-		case state == "in_progress" && inProgressTTL > 0 && updated < FormatTime(now.Add(-inProgressTTL)):
+		case state == "in_progress" && (inProgressTTL > 0 && updated < FormatTime(now.Add(-inProgressTTL)) ||
+			holder != "" && holder != owner && dead != nil && dead(holder)):
 			token = FormatTime(now)
 			outcome = ClaimNew
-			_, err = tx.ExecContext(ctx, `UPDATE idempotency_records SET payload_hash = ?, result = NULL, created_at = ?, updated_at = ?
-				WHERE tool = ? AND request_id = ?`, payloadHash, token, token, tool, requestID)
+			_, err = tx.ExecContext(ctx, `UPDATE idempotency_records SET payload_hash = ?, result = NULL, created_at = ?, updated_at = ?, owner = ?
+				WHERE tool = ? AND request_id = ?`, payloadHash, token, token, owner, tool, requestID)
 			return err
 		case hash != payloadHash:
 			outcome = ClaimConflict
@@ -62,20 +73,31 @@ func (s *Store) ClaimRequestAt(ctx context.Context, now time.Time, tool, request
 
 // CompleteClaim stores the answer of the claim token names and reports
 // whether it still held the key; when it did not (the claim was pruned or
-// replaced as stale), nothing is written.
+// replaced as stale), nothing is written. The call's journaled effects
+// are deleted with it: from now on the stored answer replays the call.
 func (s *Store) CompleteClaim(ctx context.Context, tool, requestID, token string, result []byte) (bool, error) {
-	res, err := s.db.ExecContext(ctx, `UPDATE idempotency_records SET state = 'completed', result = ?, updated_at = ?
-		WHERE tool = ? AND request_id = ? AND state = 'in_progress' AND created_at = ?`,
-		string(result), Now(), tool, requestID, token)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	held := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE idempotency_records SET state = 'completed', result = ?, updated_at = ?
+			WHERE tool = ? AND request_id = ? AND state = 'in_progress' AND created_at = ?`,
+			string(result), Now(), tool, requestID, token)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		held = true
+		_, err = tx.ExecContext(ctx, `DELETE FROM idempotency_effects WHERE tool = ? AND request_id = ?`, tool, requestID)
+		return err
+	})
+	return held && err == nil, err
 }
 
 // ReleaseClaim forgets the claim token names, if it still holds the key, so
-// a retry with the same key runs again instead of replaying a failure.
+// a retry with the same key runs again instead of replaying a failure. The
+// effects the failed call made stay journaled: the retry finds them
+// instead of making them again.
 func (s *Store) ReleaseClaim(ctx context.Context, tool, requestID, token string) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM idempotency_records
 		WHERE tool = ? AND request_id = ? AND state = 'in_progress' AND created_at = ?`, tool, requestID, token)

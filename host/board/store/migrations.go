@@ -181,4 +181,30 @@ CREATE TABLE events (
 );
 CREATE INDEX events_type ON events(type, seq);
 `,
+	// 3: exactly-once across a crash (host/idempotency): a claim names the
+	// process holding it, so a restarted host can release the claims of a
+	// dead one at once; and the board operations a keyed call made are
+	// journaled with their answers, in the same transaction as the effect
+	// where the operation allows, so a call run again after a crash finds
+	// what it already did instead of doing it twice.
+	`
+ALTER TABLE idempotency_records ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE TABLE idempotency_effects (
+	tool         TEXT NOT NULL,
+	request_id   TEXT NOT NULL,
+	payload_hash TEXT NOT NULL,
+	op           TEXT NOT NULL,
+	args_hash    TEXT NOT NULL,
+	seq          INTEGER NOT NULL,
+	result       TEXT NOT NULL,
+	created_at   TEXT NOT NULL,
+	PRIMARY KEY (tool, request_id, payload_hash, op, args_hash, seq)
+) WITHOUT ROWID;
+CREATE INDEX idempotency_effects_time ON idempotency_effects(created_at);
+-- The decision log's retention by size (host/audit) sums size, the bytes
+-- a row stores, instead of measuring every payload on every pruning.
+ALTER TABLE decision_log ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+UPDATE decision_log SET size = 640 + COALESCE(octet_length(input), 0) + COALESCE(octet_length(result), 0) +
+	COALESCE(octet_length(error), 0) + octet_length(title) + octet_length(body);
+`,
 }

@@ -38,16 +38,45 @@ type ProjectRepo struct {
 // ErrExists is returned (wrapped) when a unique name or path is taken.
 var ErrExists = errors.New("already exists")
 
+// ErrProjectExists is returned (wrapped) when a project's name is taken;
+// it is an ErrExists too. It tells that clash from a repo name's, which
+// also wraps ErrExists.
+var ErrProjectExists = fmt.Errorf("project %w", ErrExists)
+
 // CreateProject inserts a project.
 func (s *Store) CreateProject(ctx context.Context, name string) (Project, error) {
+	return s.CreateProjectWithRepos(ctx, name, nil)
+}
+
+// CreateProjectWithRepos inserts a project and attaches its repos in one
+// transaction: a repo that cannot be attached (a name clash) leaves no
+// project behind, half made.
+func (s *Store) CreateProjectWithRepos(ctx context.Context, name string, repos []ProjectRepo) (Project, error) {
 	now := Now()
 	p := Project{ID: NewID(), Name: name, CreatedAt: now, UpdatedAt: now, Repos: []ProjectRepo{}}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)`,
-		p.ID, p.Name, p.CreatedAt, p.UpdatedAt)
-	if isUnique(err) {
-		return Project{}, fmt.Errorf("project %q: %w", name, ErrExists)
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)`,
+			p.ID, p.Name, p.CreatedAt, p.UpdatedAt)
+		if isUnique(err) {
+			return fmt.Errorf("%q: %w", name, ErrProjectExists)
+		}
+		if err != nil {
+			return err
+		}
+		for _, pr := range repos {
+			if err := addProjectRepo(ctx, tx, p.ID, pr); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Project{}, err
 	}
-	return p, err
+	if len(repos) == 0 {
+		return p, nil
+	}
+	return s.GetProject(ctx, p.ID)
 }
 
 // EnsureRepo returns the repo registered at path, registering it under
@@ -69,28 +98,39 @@ func (s *Store) EnsureRepo(ctx context.Context, name, path string) (Repo, error)
 	return r, err
 }
 
-// AddProjectRepo attaches a repo to a project. Repo names must be unique
-// within a project because they prefix workspace paths.
+// AddProjectRepo attaches a repo to a project (or updates how the project
+// uses it). Repo names must be unique within a project because they prefix
+// workspace paths. When pr.Name differs from the repo's registered name
+// the repo is renamed — in every project holding it, so each of those must
+// be free of another repo of that name too.
 func (s *Store) AddProjectRepo(ctx context.Context, projectID string, pr ProjectRepo) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		var clash int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM project_repos pr JOIN repos r ON r.id = pr.repo_id
-			WHERE pr.project_id = ? AND r.name = ? AND r.id <> ?`, projectID, pr.Name, pr.ID).Scan(&clash); err != nil {
-			return err
-		}
-		if clash > 0 {
-			return fmt.Errorf("a repo named %q in project %s: %w", pr.Name, projectID, ErrExists)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO project_repos (project_id, repo_id, target_branch, setup_script, cleanup_script, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (project_id, repo_id) DO UPDATE SET target_branch = excluded.target_branch,
-				setup_script = excluded.setup_script, cleanup_script = excluded.cleanup_script`,
-			projectID, pr.ID, pr.TargetBranch, pr.SetupScript, pr.CleanupScript, Now())
-		if isForeignKey(err) {
-			return notFound("project", projectID)
-		}
+	return s.tx(ctx, func(tx *sql.Tx) error { return addProjectRepo(ctx, tx, projectID, pr) })
+}
+
+func addProjectRepo(ctx context.Context, tx *sql.Tx, projectID string, pr ProjectRepo) error {
+	var clash string
+	err := tx.QueryRowContext(ctx, `SELECT p.name FROM project_repos x JOIN repos r ON r.id = x.repo_id JOIN projects p ON p.id = x.project_id
+		WHERE x.project_id IN (SELECT project_id FROM project_repos WHERE repo_id = ? UNION SELECT ?) AND r.name = ? AND r.id <> ?
+		ORDER BY x.project_id = ? DESC, p.name LIMIT 1`, pr.ID, projectID, pr.Name, pr.ID, projectID).Scan(&clash)
+	switch {
+	case err == nil:
+		return fmt.Errorf("a repo named %q in project %q: %w", pr.Name, clash, ErrExists)
+	case !errors.Is(err, sql.ErrNoRows):
 		return err
-	})
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE repos SET name = ?, updated_at = ? WHERE id = ? AND name <> ?`,
+		pr.Name, Now(), pr.ID, pr.Name); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO project_repos (project_id, repo_id, target_branch, setup_script, cleanup_script, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (project_id, repo_id) DO UPDATE SET target_branch = excluded.target_branch,
+			setup_script = excluded.setup_script, cleanup_script = excluded.cleanup_script`,
+		projectID, pr.ID, pr.TargetBranch, pr.SetupScript, pr.CleanupScript, Now())
+	if isForeignKey(err) {
+		return notFound("project", projectID)
+	}
+	return err
 }
 
 // ListProjects returns every project with its repos, by name.

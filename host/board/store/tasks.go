@@ -51,7 +51,9 @@ type TaskWithSummary struct {
 func (s *Store) CreateTask(ctx context.Context, projectID, title, description string) (Task, error) {
 	now := Now()
 	t := Task{ID: NewID(), ProjectID: projectID, Title: title, Description: description, Status: StatusTodo, CreatedAt: now, UpdatedAt: now}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO tasks (id, project_id, title, description, status, created_at, updated_at)
+	// conn: created inside a keyed call, the task commits with its
+	// journal row (RunEffect).
+	_, err := s.conn(ctx).ExecContext(ctx, `INSERT INTO tasks (id, project_id, title, description, status, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, t.ID, t.ProjectID, t.Title, t.Description, t.Status, t.CreatedAt, t.UpdatedAt)
 	if isForeignKey(err) {
 		return Task{}, notFound("project", projectID)
