@@ -32,9 +32,10 @@
 //
 // Input and output schemas are inferred from the In and Out types with
 // github.com/google/jsonschema-go (descriptions come from the jsonschema
-// struct tag; fields without omitempty/omitzero are required; unknown fields
-// are refused), unless ToolSpec supplies hand-written ones. Schemas are built
-// only when describe runs.
+// struct tag; fields without omitempty/omitzero are required; unknown input
+// fields are refused, while output objects stay open so results may gain
+// fields), unless ToolSpec supplies hand-written ones. Schemas are built only
+// when describe runs.
 //
 // The call path decodes the request, decodes the arguments, runs the
 // handler and encodes the answer, nothing more. Because encoding/json is

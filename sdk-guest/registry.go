@@ -210,12 +210,12 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 			return nil, nil, fmt.Errorf("tool %q: Idempotency.KeyField %q is not a field of %v", spec.Name, k.KeyField, inType)
 		}
 		if in == nil {
-			if in, err = inferSchema(inType); err != nil {
+			if in, err = inferSchema(inType, false); err != nil {
 				return nil, nil, fmt.Errorf("tool %q: input schema: %w", spec.Name, err)
 			}
 		}
 		if out == nil && !isResult {
-			if out, err = inferSchema(outType); err != nil {
+			if out, err = inferSchema(outType, true); err != nil {
 				return nil, nil, fmt.Errorf("tool %q: output schema: %w", spec.Name, err)
 			}
 		}
@@ -264,8 +264,9 @@ func checkObjectSchema(schema json.RawMessage) error {
 }
 
 // inferSchema builds the JSON schema of t. Pointers are followed, so *T has
-// the schema of T (a null output is sent as {}).
-func inferSchema(t reflect.Type) (json.RawMessage, error) {
+// the schema of T (a null output is sent as {}). An output schema is open:
+// its objects accept fields they do not list (openObjects).
+func inferSchema(t reflect.Type, output bool) (json.RawMessage, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -273,7 +274,30 @@ func inferSchema(t reflect.Type) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if output {
+		openObjects(s)
+	}
 	return json.Marshal(s)
+}
+
+// openObjects drops additionalProperties false from every object of an
+// inferred output schema. It restricts only what the plugin itself sends,
+// yet a client that keeps the schema of an older version of the tool (one
+// that has not listed tools again since a hot reload) would reject every
+// result that gained a field; and clients compile the keyword for every
+// tool at every tools/list.
+func openObjects(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if a := s.AdditionalProperties; a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero() {
+		s.AdditionalProperties = nil
+	}
+	for _, p := range s.Properties {
+		openObjects(p)
+	}
+	openObjects(s.Items)
+	openObjects(s.AdditionalProperties)
 }
 
 // manifest builds the manifest of the registered plugin and tools.

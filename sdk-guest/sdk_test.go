@@ -149,6 +149,10 @@ func TestManifest(t *testing.T) {
 		!reflect.DeepEqual(out.Required, []string{"greeting"}) {
 		t.Errorf("output schema = %+v", out)
 	}
+	// Outputs are open: a result may gain fields (docs/DECISIONS.md).
+	if out.AdditionalProperties != nil {
+		t.Errorf("output schema additionalProperties = %v; want absent", *out.AdditionalProperties)
+	}
 }
 
 // schema is the part of a JSON schema the tests look at.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -194,8 +195,8 @@ func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache 
 		t.Logf("progress: %v", err)
 	case err != nil || res.IsError:
 		failf("test_tool_with_progress: %v %+v", err, res)
-	case len(progress) != 3 || progress[2].Progress != 100 || progress[2].Total != 100:
-		failf("test_tool_with_progress: progress notifications %+v, want 0, 50 and 100 of 100", progress)
+	case !progressOK(progress):
+		failf("test_tool_with_progress: progress notifications %+v, want 0 and 50 (and maybe 100) of 100, in order", progress)
 	}
 
 	// Cancellation: cancelled at its first progress, the call ends on the
@@ -217,5 +218,53 @@ func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache 
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// progressOK accepts the fixture's progress (0, 50, 100 of 100) as a client
+// hands it over. The server sends all three before the result (in order on
+// the wire), but the TypeScript SDK and the go-sdk client run notification
+// handlers after they deliver a response that arrived in the same read, and
+// the TypeScript SDK drops a progress notification whose request has
+// completed, so the last one may be missing; the first two may not.
+func progressOK(p []Progress) bool {
+	if len(p) < 2 || len(p) > 3 {
+		return false
+	}
+	for i, want := range []float64{0, 50, 100}[:len(p)] {
+		if p[i].Progress != want || p[i].Total != 100 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestInspectorSchemaPortability: MCP Inspector's --strict lint of the
+// first-party tools' schemas finds no error-severity problem (a bare false
+// schema, say), which some clients cannot map.
+func TestInspectorSchemaPortability(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs Node.js clients, builds the binary and the plugins, runs servers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	root := buildtest.Root(t)
+	dir, err := Install(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildtest.Binary(t)
+	plugins, _ := buildtest.Plugins(t, append([]string{"plugins/agents"}, firstPartyPlugins...)...)
+	work := t.TempDir()
+	cmd := exec.CommandContext(ctx, node(dir), filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js"),
+		"--cli", "--strict", "--method", "tools/list", "--cwd", work, "--", bin, "serve", "--plugins", plugins, "--data", filepath.Join(work, "data"))
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "HOME="+work)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("inspector --strict tools/list: %v\n%s", err, lastLines(string(out), 40))
+	}
+	if !strings.Contains(string(out), `"tools"`) {
+		t.Fatalf("inspector --strict listed no tools:\n%s", lastLines(string(out), 40))
 	}
 }

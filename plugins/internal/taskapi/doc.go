@@ -21,6 +21,11 @@
 // constraints are declared as abi.Rule so the host reports them with their
 // precise codes (ambiguous_target, mixed_pagination, missing_required).
 //
+// Output schemas are open and say formats in words (openOutput): objects
+// accept fields they do not list, and an id or time field's description says
+// "(UUID)" or "(RFC3339)" instead of carrying format, which generation
+// refuses to drop from a field whose description does not say it.
+//
 // The package must not import host/...: plugins compile to wasip1. The board
 // types are mirrored here, field for field (see host/board and
 // host/board/store for the JSON each operation takes and returns).

@@ -163,7 +163,7 @@ func inputPatches() map[string]schemaPatch {
 				"then": {
 					"description": "action=cancel: attempt_id or session_id; no prompt, variant or request_id",
 					"anyOf": [{"required": ["attempt_id"]}, {"required": ["session_id"]}],
-					"properties": {"prompt": false, "variant": false, "request_id": false}},
+					"not": {"anyOf": [{"required": ["prompt"]}, {"required": ["variant"]}, {"required": ["request_id"]}]}},
 				"else": {
 					"description": "action=send or queue: attempt_id or session_id, and prompt",
 					"anyOf": [{"required": ["attempt_id"]}, {"required": ["session_id"]}],
@@ -217,7 +217,8 @@ func generateSchemas() (map[string]toolSchemas, error) {
 
 // generateSchema infers t's schema with the named types' schemas, adjusts
 // nullability (inputs: an absent field is never null; outputs: arrays are
-// never null, handlers return empty ones) and applies patch.
+// never null, handlers return empty ones), opens outputs (openOutput) and
+// applies patch.
 func generateSchema(t reflect.Type, input bool, patch schemaPatch) ([]byte, error) {
 	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: typeSchemas()})
 	if err != nil {
@@ -226,6 +227,8 @@ func generateSchema(t reflect.Type, input bool, patch schemaPatch) ([]byte, erro
 	adjust(s, input)
 	if input {
 		limitStrings(s, "")
+	} else if err := openOutput(s, ""); err != nil {
+		return nil, err
 	}
 	if s.Properties == nil {
 		// Some clients want properties even on a tool without arguments.
@@ -310,4 +313,46 @@ func adjust(s *jsonschema.Schema, input bool) {
 	}
 	adjust(s.Items, input)
 	adjust(s.AdditionalProperties, input)
+}
+
+// formatWords are the words a description must contain for its field's
+// format to be dropped from an output schema.
+var formatWords = map[string]string{"uuid": "UUID", "date-time": "RFC3339"}
+
+// openOutput removes from an output schema, recursively, the keywords that
+// only restrict what the server sends and that clients pay for at every
+// tools/list (docs/DECISIONS.md, "Output schemas are open and say formats
+// in words"): additionalProperties false, so a result may gain fields, and
+// format, which the field's description must then state in words (name is
+// the property's path, for the error; array items, which have no
+// description, are described by their array's).
+func openOutput(s *jsonschema.Schema, name string) error { return openOutputIn(s, name, "") }
+
+func openOutputIn(s *jsonschema.Schema, name, arrayDescription string) error {
+	if s == nil {
+		return nil
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil && reflect.ValueOf(*s.AdditionalProperties.Not).IsZero() {
+		s.AdditionalProperties = nil
+	}
+	if s.Format != "" {
+		d := s.Description
+		if d == "" {
+			d = arrayDescription
+		}
+		word, ok := formatWords[s.Format]
+		if !ok || !strings.Contains(d, word) {
+			return fmt.Errorf("output field %s has format %q; its description must say %q (%q)", name, s.Format, word, d)
+		}
+		s.Format = ""
+	}
+	for prop, p := range s.Properties {
+		if err := openOutputIn(p, name+"."+prop, ""); err != nil {
+			return err
+		}
+	}
+	if err := openOutputIn(s.Items, name+"[]", s.Description); err != nil {
+		return err
+	}
+	return openOutputIn(s.AdditionalProperties, name+"{}", "")
 }

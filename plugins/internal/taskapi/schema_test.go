@@ -381,6 +381,24 @@ func TestInputSchemaShape(t *testing.T) {
 		if tl.out["type"] != "object" {
 			t.Errorf("%s: output schema type %v", name, tl.out["type"])
 		}
+		// Outputs are open and say formats in words (openOutput): no
+		// additionalProperties false, no format.
+		var open func(path string, s any)
+		open = func(path string, s any) {
+			m, ok := s.(map[string]any)
+			if !ok {
+				return
+			}
+			if m["additionalProperties"] == false || m["format"] != nil {
+				t.Errorf("%s: output schema has additionalProperties %v, format %v", path, m["additionalProperties"], m["format"])
+			}
+			props, _ := m["properties"].(map[string]any)
+			for n, p := range props {
+				open(path+"."+n, p)
+			}
+			open(path+"[]", m["items"])
+		}
+		open(name+" output", tl.out)
 	}
 }
 

@@ -26,13 +26,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the approved attempt (UUID)",
-      "format": "uuid"
+      "description": "the approved attempt (UUID)"
     },
     "task_id": {
       "type": "string",
-      "description": "the attempt's task (UUID)",
-      "format": "uuid"
+      "description": "the attempt's task (UUID)"
     },
     "workspace_branch": {
       "type": "string",
@@ -78,8 +76,7 @@ var generatedSchemas = map[string]toolSchemas{
           "merge_commit",
           "merged_via",
           "changes_commit"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "one entry per repo of the attempt, each merged into its target branch"
     },
@@ -101,8 +98,7 @@ var generatedSchemas = map[string]toolSchemas{
     "workspace_branch",
     "repos",
     "task_status"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"create_task": {
@@ -145,13 +141,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "task_id": {
       "type": "string",
-      "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts",
-      "format": "uuid"
+      "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts"
     },
     "project_id": {
       "type": "string",
-      "description": "the task's project (UUID)",
-      "format": "uuid"
+      "description": "the task's project (UUID)"
     },
     "title": {
       "type": "string",
@@ -174,13 +168,11 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "created_at": {
       "type": "string",
-      "description": "when the task was created (RFC3339)",
-      "format": "date-time"
+      "description": "when the task was created (RFC3339)"
     },
     "updated_at": {
       "type": "string",
-      "description": "when the task last changed (RFC3339)",
-      "format": "date-time"
+      "description": "when the task last changed (RFC3339)"
     }
   },
   "required": [
@@ -191,8 +183,7 @@ var generatedSchemas = map[string]toolSchemas{
     "status",
     "created_at",
     "updated_at"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"delete_task": {
@@ -217,8 +208,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "task_id": {
       "type": "string",
-      "description": "the deleted task (UUID)",
-      "format": "uuid"
+      "description": "the deleted task (UUID)"
     },
     "deleted": {
       "type": "boolean",
@@ -238,8 +228,7 @@ var generatedSchemas = map[string]toolSchemas{
     "deleted",
     "stopped_processes",
     "removed_worktrees"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"follow_up": {
@@ -310,11 +299,6 @@ var generatedSchemas = map[string]toolSchemas{
     ]
   },
   "then": {
-    "properties": {
-      "prompt": false,
-      "request_id": false,
-      "variant": false
-    },
     "description": "action=cancel: attempt_id or session_id; no prompt, variant or request_id",
     "anyOf": [
       {
@@ -327,7 +311,26 @@ var generatedSchemas = map[string]toolSchemas{
           "session_id"
         ]
       }
-    ]
+    ],
+    "not": {
+      "anyOf": [
+        {
+          "required": [
+            "prompt"
+          ]
+        },
+        {
+          "required": [
+            "variant"
+          ]
+        },
+        {
+          "required": [
+            "request_id"
+          ]
+        }
+      ]
+    }
   },
   "else": {
     "description": "action=send or queue: attempt_id or session_id, and prompt",
@@ -362,21 +365,18 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "attempt_id": {
       "type": "string",
-      "description": "the session's attempt (UUID)",
-      "format": "uuid"
+      "description": "the session's attempt (UUID)"
     },
     "session_id": {
       "type": "string",
-      "description": "the session acted on (UUID)",
-      "format": "uuid"
+      "description": "the session acted on (UUID)"
     },
     "execution_process_id": {
       "type": [
         "null",
         "string"
       ],
-      "description": "the agent process started by send (UUID); null for queue and cancel",
-      "format": "uuid"
+      "description": "the agent process started by send (UUID); null for queue and cancel"
     },
     "queue": {
       "type": "object",
@@ -404,8 +404,7 @@ var generatedSchemas = map[string]toolSchemas{
             "null",
             "string"
           ],
-          "description": "when the message was queued (RFC3339); null when nothing is queued",
-          "format": "date-time"
+          "description": "when the message was queued (RFC3339); null when nothing is queued"
         },
         "process_running": {
           "type": "boolean",
@@ -419,8 +418,7 @@ var generatedSchemas = map[string]toolSchemas{
         "variant",
         "queued_at",
         "process_running"
-      ],
-      "additionalProperties": false
+      ]
     }
   },
   "required": [
@@ -429,8 +427,7 @@ var generatedSchemas = map[string]toolSchemas{
     "session_id",
     "execution_process_id",
     "queue"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"get_attempt_changes": {
@@ -460,8 +457,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "summary": {
       "type": "object",
@@ -489,8 +485,7 @@ var generatedSchemas = map[string]toolSchemas{
         "added",
         "deleted",
         "total_bytes"
-      ],
-      "additionalProperties": false
+      ]
     },
     "guard": {
       "type": "object",
@@ -518,8 +513,7 @@ var generatedSchemas = map[string]toolSchemas{
         "max_files",
         "max_lines",
         "max_bytes"
-      ],
-      "additionalProperties": false
+      ]
     },
     "blocked": {
       "type": "boolean",
@@ -598,8 +592,7 @@ var generatedSchemas = map[string]toolSchemas{
           "added",
           "deleted",
           "bytes"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "the changed files; empty when blocked"
     }
@@ -611,8 +604,7 @@ var generatedSchemas = map[string]toolSchemas{
     "blocked",
     "blocked_reason",
     "files"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"get_attempt_file": {
@@ -656,8 +648,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "path": {
       "type": "string",
@@ -737,8 +728,7 @@ var generatedSchemas = map[string]toolSchemas{
     "next_start",
     "blocked",
     "blocked_reason"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"get_attempt_patch": {
@@ -784,8 +774,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "paths": {
       "type": "array",
@@ -854,8 +843,7 @@ var generatedSchemas = map[string]toolSchemas{
     "truncated",
     "blocked",
     "blocked_reason"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"get_attempt_status": {
@@ -880,13 +868,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "task_id": {
       "type": "string",
-      "description": "the attempt's task (UUID)",
-      "format": "uuid"
+      "description": "the attempt's task (UUID)"
     },
     "task_status": {
       "type": "string",
@@ -909,29 +895,25 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "created_at": {
       "type": "string",
-      "description": "when the attempt was started (RFC3339)",
-      "format": "date-time"
+      "description": "when the attempt was started (RFC3339)"
     },
     "updated_at": {
       "type": "string",
-      "description": "when the attempt last changed (RFC3339)",
-      "format": "date-time"
+      "description": "when the attempt last changed (RFC3339)"
     },
     "latest_session_id": {
       "type": [
         "null",
         "string"
       ],
-      "description": "the attempt's latest session (UUID), for follow_up and tail_session_messages; null until the agent has started",
-      "format": "uuid"
+      "description": "the attempt's latest session (UUID), for follow_up and tail_session_messages; null until the agent has started"
     },
     "latest_execution_process_id": {
       "type": [
         "null",
         "string"
       ],
-      "description": "the process that decides state (UUID), the one tail_attempt_logs reads; null when none ran",
-      "format": "uuid"
+      "description": "the process that decides state (UUID), the one tail_attempt_logs reads; null when none ran"
     },
     "latest_run_reason": {
       "type": [
@@ -962,8 +944,7 @@ var generatedSchemas = map[string]toolSchemas{
         "null",
         "string"
       ],
-      "description": "when a process of the attempt last logged or changed (RFC3339); null when none ran",
-      "format": "date-time"
+      "description": "when a process of the attempt last logged or changed (RFC3339); null when none ran"
     },
     "failure_summary": {
       "type": [
@@ -992,8 +973,7 @@ var generatedSchemas = map[string]toolSchemas{
     "last_activity_at",
     "failure_summary",
     "queued_follow_up"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"get_context": {
@@ -1007,8 +987,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "project_id": {
       "type": "string",
-      "description": "the attempt's project (UUID)",
-      "format": "uuid"
+      "description": "the attempt's project (UUID)"
     },
     "project_name": {
       "type": "string",
@@ -1016,8 +995,7 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "task_id": {
       "type": "string",
-      "description": "the attempt's task (UUID)",
-      "format": "uuid"
+      "description": "the attempt's task (UUID)"
     },
     "task_title": {
       "type": "string",
@@ -1036,8 +1014,7 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "attempt_id": {
       "type": "string",
-      "description": "the attempt this server runs in (UUID)",
-      "format": "uuid"
+      "description": "the attempt this server runs in (UUID)"
     },
     "workspace_branch": {
       "type": "string",
@@ -1050,8 +1027,7 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "repo_id": {
             "type": "string",
-            "description": "repo id (UUID)",
-            "format": "uuid"
+            "description": "repo id (UUID)"
           },
           "repo_name": {
             "type": "string",
@@ -1071,8 +1047,7 @@ var generatedSchemas = map[string]toolSchemas{
           "repo_name",
           "target_branch",
           "base_commit"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "the repos the attempt works on"
     }
@@ -1086,8 +1061,7 @@ var generatedSchemas = map[string]toolSchemas{
     "attempt_id",
     "workspace_branch",
     "workspace_repos"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"get_task": {
@@ -1112,13 +1086,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "task_id": {
       "type": "string",
-      "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts",
-      "format": "uuid"
+      "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts"
     },
     "project_id": {
       "type": "string",
-      "description": "the task's project (UUID)",
-      "format": "uuid"
+      "description": "the task's project (UUID)"
     },
     "title": {
       "type": "string",
@@ -1141,21 +1113,18 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "created_at": {
       "type": "string",
-      "description": "when the task was created (RFC3339)",
-      "format": "date-time"
+      "description": "when the task was created (RFC3339)"
     },
     "updated_at": {
       "type": "string",
-      "description": "when the task last changed (RFC3339)",
-      "format": "date-time"
+      "description": "when the task last changed (RFC3339)"
     },
     "latest_attempt_id": {
       "type": [
         "null",
         "string"
       ],
-      "description": "the most recently created attempt (UUID); null when the task has no attempt",
-      "format": "uuid"
+      "description": "the most recently created attempt (UUID); null when the task has no attempt"
     },
     "latest_workspace_branch": {
       "type": [
@@ -1169,8 +1138,7 @@ var generatedSchemas = map[string]toolSchemas{
         "null",
         "string"
       ],
-      "description": "latest session of the latest attempt (UUID), for follow_up; null when there is none yet",
-      "format": "uuid"
+      "description": "latest session of the latest attempt (UUID), for follow_up; null when there is none yet"
     },
     "latest_session_executor": {
       "type": [
@@ -1202,8 +1170,7 @@ var generatedSchemas = map[string]toolSchemas{
     "latest_session_executor",
     "has_in_progress_attempt",
     "last_attempt_failed"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"list_executors": {
@@ -1258,16 +1225,14 @@ var generatedSchemas = map[string]toolSchemas{
           "supports_mcp",
           "available",
           "output_format"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "every executor profile on this host"
     }
   },
   "required": [
     "executors"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"list_projects": {
@@ -1286,8 +1251,7 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "project_id": {
             "type": "string",
-            "description": "project id (UUID); pass it to list_repos, list_tasks and create_task",
-            "format": "uuid"
+            "description": "project id (UUID); pass it to list_repos, list_tasks and create_task"
           },
           "name": {
             "type": "string",
@@ -1299,13 +1263,11 @@ var generatedSchemas = map[string]toolSchemas{
           },
           "created_at": {
             "type": "string",
-            "description": "when the project was created (RFC3339)",
-            "format": "date-time"
+            "description": "when the project was created (RFC3339)"
           },
           "updated_at": {
             "type": "string",
-            "description": "when the project last changed (RFC3339)",
-            "format": "date-time"
+            "description": "when the project last changed (RFC3339)"
           }
         },
         "required": [
@@ -1314,16 +1276,14 @@ var generatedSchemas = map[string]toolSchemas{
           "repo_count",
           "created_at",
           "updated_at"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "every project, by name; empty when none exist"
     }
   },
   "required": [
     "projects"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"list_repos": {
@@ -1348,8 +1308,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "project_id": {
       "type": "string",
-      "description": "the project listed (UUID)",
-      "format": "uuid"
+      "description": "the project listed (UUID)"
     },
     "repos": {
       "type": "array",
@@ -1358,8 +1317,7 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "repo_id": {
             "type": "string",
-            "description": "repo id (UUID); pass it in start_task_attempt.repos[].repo_id",
-            "format": "uuid"
+            "description": "repo id (UUID); pass it in start_task_attempt.repos[].repo_id"
           },
           "repo_name": {
             "type": "string",
@@ -1384,8 +1342,7 @@ var generatedSchemas = map[string]toolSchemas{
           "target_branch",
           "has_setup_script",
           "has_cleanup_script"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "the project's git repos, by name; an attempt works on all of them unless start_task_attempt.repos selects some"
     }
@@ -1393,8 +1350,7 @@ var generatedSchemas = map[string]toolSchemas{
   "required": [
     "project_id",
     "repos"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"list_task_attempts": {
@@ -1419,8 +1375,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "task_id": {
       "type": "string",
-      "description": "the task listed (UUID)",
-      "format": "uuid"
+      "description": "the task listed (UUID)"
     },
     "attempts": {
       "type": "array",
@@ -1429,8 +1384,7 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "attempt_id": {
             "type": "string",
-            "description": "attempt id (UUID); pass it to get_attempt_status, tail_attempt_logs, follow_up and the other attempt tools",
-            "format": "uuid"
+            "description": "attempt id (UUID); pass it to get_attempt_status, tail_attempt_logs, follow_up and the other attempt tools"
           },
           "workspace_branch": {
             "type": "string",
@@ -1442,21 +1396,18 @@ var generatedSchemas = map[string]toolSchemas{
           },
           "created_at": {
             "type": "string",
-            "description": "when the attempt was started (RFC3339)",
-            "format": "date-time"
+            "description": "when the attempt was started (RFC3339)"
           },
           "updated_at": {
             "type": "string",
-            "description": "when the attempt last changed (RFC3339)",
-            "format": "date-time"
+            "description": "when the attempt last changed (RFC3339)"
           },
           "latest_session_id": {
             "type": [
               "null",
               "string"
             ],
-            "description": "the attempt's latest session (UUID), for follow_up or tail_session_messages; null when none yet",
-            "format": "uuid"
+            "description": "the attempt's latest session (UUID), for follow_up or tail_session_messages; null when none yet"
           },
           "latest_session_executor": {
             "type": [
@@ -1474,8 +1425,7 @@ var generatedSchemas = map[string]toolSchemas{
           "updated_at",
           "latest_session_id",
           "latest_session_executor"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "the task's attempts, newest created first (ties by attempt_id)"
     },
@@ -1484,16 +1434,14 @@ var generatedSchemas = map[string]toolSchemas{
         "null",
         "string"
       ],
-      "description": "the first attempt of attempts (UUID); null when there is none",
-      "format": "uuid"
+      "description": "the first attempt of attempts (UUID); null when there is none"
     },
     "latest_session_id": {
       "type": [
         "null",
         "string"
       ],
-      "description": "latest session of that attempt (UUID); null when it has none yet",
-      "format": "uuid"
+      "description": "latest session of that attempt (UUID); null when it has none yet"
     }
   },
   "required": [
@@ -1501,8 +1449,7 @@ var generatedSchemas = map[string]toolSchemas{
     "attempts",
     "latest_attempt_id",
     "latest_session_id"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"list_tasks": {
@@ -1544,8 +1491,7 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "project_id": {
       "type": "string",
-      "description": "the project listed (UUID)",
-      "format": "uuid"
+      "description": "the project listed (UUID)"
     },
     "tasks": {
       "type": "array",
@@ -1554,13 +1500,11 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "task_id": {
             "type": "string",
-            "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts",
-            "format": "uuid"
+            "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts"
           },
           "project_id": {
             "type": "string",
-            "description": "the task's project (UUID)",
-            "format": "uuid"
+            "description": "the task's project (UUID)"
           },
           "title": {
             "type": "string",
@@ -1583,21 +1527,18 @@ var generatedSchemas = map[string]toolSchemas{
           },
           "created_at": {
             "type": "string",
-            "description": "when the task was created (RFC3339)",
-            "format": "date-time"
+            "description": "when the task was created (RFC3339)"
           },
           "updated_at": {
             "type": "string",
-            "description": "when the task last changed (RFC3339)",
-            "format": "date-time"
+            "description": "when the task last changed (RFC3339)"
           },
           "latest_attempt_id": {
             "type": [
               "null",
               "string"
             ],
-            "description": "the most recently created attempt (UUID); null when the task has no attempt",
-            "format": "uuid"
+            "description": "the most recently created attempt (UUID); null when the task has no attempt"
           },
           "latest_workspace_branch": {
             "type": [
@@ -1611,8 +1552,7 @@ var generatedSchemas = map[string]toolSchemas{
               "null",
               "string"
             ],
-            "description": "latest session of the latest attempt (UUID), for follow_up; null when there is none yet",
-            "format": "uuid"
+            "description": "latest session of the latest attempt (UUID), for follow_up; null when there is none yet"
           },
           "latest_session_executor": {
             "type": [
@@ -1644,8 +1584,7 @@ var generatedSchemas = map[string]toolSchemas{
           "latest_session_executor",
           "has_in_progress_attempt",
           "last_attempt_failed"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "the tasks, newest first, each with its latest attempt summary"
     },
@@ -1658,8 +1597,7 @@ var generatedSchemas = map[string]toolSchemas{
     "project_id",
     "tasks",
     "count"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"request_changes": {
@@ -1697,13 +1635,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "session_id": {
       "type": "string",
-      "description": "the session the feedback went to (UUID)",
-      "format": "uuid"
+      "description": "the session the feedback went to (UUID)"
     },
     "action": {
       "type": "string",
@@ -1718,8 +1654,7 @@ var generatedSchemas = map[string]toolSchemas{
         "null",
         "string"
       ],
-      "description": "the agent process started (UUID) when action is send; null when queued",
-      "format": "uuid"
+      "description": "the agent process started (UUID) when action is send; null when queued"
     },
     "queue": {
       "type": "object",
@@ -1747,8 +1682,7 @@ var generatedSchemas = map[string]toolSchemas{
             "null",
             "string"
           ],
-          "description": "when the message was queued (RFC3339); null when nothing is queued",
-          "format": "date-time"
+          "description": "when the message was queued (RFC3339); null when nothing is queued"
         },
         "process_running": {
           "type": "boolean",
@@ -1762,8 +1696,7 @@ var generatedSchemas = map[string]toolSchemas{
         "variant",
         "queued_at",
         "process_running"
-      ],
-      "additionalProperties": false
+      ]
     },
     "task_status": {
       "type": "string",
@@ -1784,8 +1717,7 @@ var generatedSchemas = map[string]toolSchemas{
     "execution_process_id",
     "queue",
     "task_status"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"review_queue": {
@@ -1818,13 +1750,11 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "task_id": {
             "type": "string",
-            "description": "the task (UUID)",
-            "format": "uuid"
+            "description": "the task (UUID)"
           },
           "project_id": {
             "type": "string",
-            "description": "the task's project (UUID)",
-            "format": "uuid"
+            "description": "the task's project (UUID)"
           },
           "title": {
             "type": "string",
@@ -1832,16 +1762,14 @@ var generatedSchemas = map[string]toolSchemas{
           },
           "updated_at": {
             "type": "string",
-            "description": "when the task last changed (RFC3339): when it entered review unless edited since; the queue's order",
-            "format": "date-time"
+            "description": "when the task last changed (RFC3339): when it entered review unless edited since; the queue's order"
           },
           "attempt_id": {
             "type": [
               "null",
               "string"
             ],
-            "description": "the latest attempt (UUID), the one to review, approve or send back; null when the task has no attempt",
-            "format": "uuid"
+            "description": "the latest attempt (UUID), the one to review, approve or send back; null when the task has no attempt"
           },
           "workspace_branch": {
             "type": [
@@ -1895,8 +1823,7 @@ var generatedSchemas = map[string]toolSchemas{
               "required": [
                 "repo_name",
                 "target_branch"
-              ],
-              "additionalProperties": false
+              ]
             },
             "description": "the attempt's repos and the branches approve_attempt merges into; empty without attempt"
           },
@@ -1924,8 +1851,7 @@ var generatedSchemas = map[string]toolSchemas{
               "file_count",
               "added",
               "deleted"
-            ],
-            "additionalProperties": false
+            ]
           },
           "changes_error": {
             "type": [
@@ -1948,8 +1874,7 @@ var generatedSchemas = map[string]toolSchemas{
           "repos",
           "changes",
           "changes_error"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "tasks in status inreview, oldest updated_at first; empty when nothing waits for review"
     },
@@ -1961,8 +1886,7 @@ var generatedSchemas = map[string]toolSchemas{
   "required": [
     "tasks",
     "count"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"start_task_attempt": {
@@ -2032,13 +1956,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the new attempt (UUID); pass it to get_attempt_status, tail_attempt_logs and follow_up",
-      "format": "uuid"
+      "description": "the new attempt (UUID); pass it to get_attempt_status, tail_attempt_logs and follow_up"
     },
     "task_id": {
       "type": "string",
-      "description": "the attempt's task (UUID); its status is now inprogress",
-      "format": "uuid"
+      "description": "the attempt's task (UUID); its status is now inprogress"
     },
     "workspace_branch": {
       "type": "string",
@@ -2059,8 +1981,7 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "repo_id": {
             "type": "string",
-            "description": "repo id (UUID)",
-            "format": "uuid"
+            "description": "repo id (UUID)"
           },
           "repo_name": {
             "type": "string",
@@ -2080,15 +2001,13 @@ var generatedSchemas = map[string]toolSchemas{
           "repo_name",
           "target_branch",
           "base_commit"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "the repos the attempt works on"
     },
     "execution_process_id": {
       "type": "string",
-      "description": "the first process started (UUID): a setup script or the coding agent",
-      "format": "uuid"
+      "description": "the first process started (UUID): a setup script or the coding agent"
     },
     "run_reason": {
       "type": "string",
@@ -2102,8 +2021,7 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "created_at": {
       "type": "string",
-      "description": "when the attempt was created (RFC3339)",
-      "format": "date-time"
+      "description": "when the attempt was created (RFC3339)"
     }
   },
   "required": [
@@ -2116,8 +2034,7 @@ var generatedSchemas = map[string]toolSchemas{
     "execution_process_id",
     "run_reason",
     "created_at"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"stop_attempt": {
@@ -2147,14 +2064,12 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "stopped_execution_process_ids": {
       "type": "array",
       "items": {
-        "type": "string",
-        "format": "uuid"
+        "type": "string"
       },
       "description": "the processes stopped (UUIDs); empty when nothing was running"
     },
@@ -2208,8 +2123,7 @@ var generatedSchemas = map[string]toolSchemas{
     "discarded_queued_follow_up",
     "task_status",
     "already_finished"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"tail_attempt_logs": {
@@ -2266,16 +2180,14 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "attempt_id": {
       "type": "string",
-      "description": "the attempt (UUID)",
-      "format": "uuid"
+      "description": "the attempt (UUID)"
     },
     "execution_process_id": {
       "type": [
         "null",
         "string"
       ],
-      "description": "the process whose log this is (UUID); null when the attempt has no process yet",
-      "format": "uuid"
+      "description": "the process whose log this is (UUID); null when the attempt has no process yet"
     },
     "run_reason": {
       "type": [
@@ -2324,8 +2236,7 @@ var generatedSchemas = map[string]toolSchemas{
           },
           "timestamp": {
             "type": "string",
-            "description": "when the entry was logged (RFC3339)",
-            "format": "date-time"
+            "description": "when the entry was logged (RFC3339)"
           },
           "entry_type": {
             "type": "string",
@@ -2360,8 +2271,7 @@ var generatedSchemas = map[string]toolSchemas{
           "entry_index",
           "timestamp",
           "content"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "log entries in chronological order (ascending entry_index); empty when there are none"
     },
@@ -2392,8 +2302,7 @@ var generatedSchemas = map[string]toolSchemas{
         "has_more",
         "next_cursor",
         "last_index"
-      ],
-      "additionalProperties": false
+      ]
     }
   },
   "required": [
@@ -2404,8 +2313,7 @@ var generatedSchemas = map[string]toolSchemas{
     "channel",
     "entries",
     "page"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"tail_session_messages": {
@@ -2478,13 +2386,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "session_id": {
       "type": "string",
-      "description": "the session read (UUID)",
-      "format": "uuid"
+      "description": "the session read (UUID)"
     },
     "attempt_id": {
       "type": "string",
-      "description": "the session's attempt (UUID)",
-      "format": "uuid"
+      "description": "the session's attempt (UUID)"
     },
     "executor": {
       "type": "string",
@@ -2497,21 +2403,18 @@ var generatedSchemas = map[string]toolSchemas{
         "properties": {
           "turn_id": {
             "type": "string",
-            "description": "turn id (UUID)",
-            "format": "uuid"
+            "description": "turn id (UUID)"
           },
           "session_id": {
             "type": "string",
-            "description": "the turn's session (UUID)",
-            "format": "uuid"
+            "description": "the turn's session (UUID)"
           },
           "execution_process_id": {
             "type": [
               "null",
               "string"
             ],
-            "description": "the coding-agent process of the turn (UUID); null when it did not start",
-            "format": "uuid"
+            "description": "the coding-agent process of the turn (UUID); null when it did not start"
           },
           "turn_index": {
             "type": "integer",
@@ -2530,13 +2433,11 @@ var generatedSchemas = map[string]toolSchemas{
           },
           "created_at": {
             "type": "string",
-            "description": "when the turn started (RFC3339)",
-            "format": "date-time"
+            "description": "when the turn started (RFC3339)"
           },
           "updated_at": {
             "type": "string",
-            "description": "when the turn last changed (RFC3339)",
-            "format": "date-time"
+            "description": "when the turn last changed (RFC3339)"
           }
         },
         "required": [
@@ -2548,8 +2449,7 @@ var generatedSchemas = map[string]toolSchemas{
           "summary",
           "created_at",
           "updated_at"
-        ],
-        "additionalProperties": false
+        ]
       },
       "description": "one message per agent turn, in chronological order (ascending turn_index)"
     },
@@ -2580,8 +2480,7 @@ var generatedSchemas = map[string]toolSchemas{
         "has_more",
         "next_cursor",
         "last_index"
-      ],
-      "additionalProperties": false
+      ]
     }
   },
   "required": [
@@ -2590,8 +2489,7 @@ var generatedSchemas = map[string]toolSchemas{
     "executor",
     "messages",
     "page"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 	"update_task": {
@@ -2638,13 +2536,11 @@ var generatedSchemas = map[string]toolSchemas{
   "properties": {
     "task_id": {
       "type": "string",
-      "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts",
-      "format": "uuid"
+      "description": "task id (UUID); pass it to get_task, start_task_attempt and list_task_attempts"
     },
     "project_id": {
       "type": "string",
-      "description": "the task's project (UUID)",
-      "format": "uuid"
+      "description": "the task's project (UUID)"
     },
     "title": {
       "type": "string",
@@ -2667,13 +2563,11 @@ var generatedSchemas = map[string]toolSchemas{
     },
     "created_at": {
       "type": "string",
-      "description": "when the task was created (RFC3339)",
-      "format": "date-time"
+      "description": "when the task was created (RFC3339)"
     },
     "updated_at": {
       "type": "string",
-      "description": "when the task last changed (RFC3339)",
-      "format": "date-time"
+      "description": "when the task last changed (RFC3339)"
     }
   },
   "required": [
@@ -2684,8 +2578,7 @@ var generatedSchemas = map[string]toolSchemas{
     "status",
     "created_at",
     "updated_at"
-  ],
-  "additionalProperties": false
+  ]
 }`,
 	},
 }
