@@ -731,7 +731,7 @@ func (d *demo) summary() {
 	slices.Sort(names)
 	d.printf("  tools/list and %d calls to %d tools over MCP (stdio) in %s.\n", d.calls, len(names),
 		time.Since(d.started).Round(10*time.Millisecond))
-	d.printf("  The SHELL attempt ran for %s in its own git worktree: %d log entries read in %d tails\n",
+	d.printf("  The SHELL attempt ran for %s in its own clone of the repository: %d log entries read in %d tails\n",
 		d.attemptRan.Round(100*time.Millisecond), d.logEntries, d.tails)
 	d.printf("  (%d with after_entry_index), %d files changed, the repository's own checkout untouched;\n",
 		d.afterTails, d.changedFiles)
