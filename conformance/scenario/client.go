@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ type connection struct {
 // connect starts the scenario's server the transport's way and connects
 // the client to it; the server's stderr goes to dir/server.log.
 func (env *environment) connect(ctx context.Context, args []string, dir string) (*connection, error) {
-	f, err := os.Create(dir + "/server.log")
+	f, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
 	}
