@@ -3,7 +3,8 @@
 #   make build   bin/plugboard and one dist/plugins/NAME.wasm per folder of plugins/
 #   make demo    build, inspect a plugin, then watch an agent drive the task tools over MCP
 #   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow; the client
-#                matrix in conformance/clients installs its pinned Node clients with npm)
+#                matrix in conformance/clients and the agent CLI test in
+#                conformance/agents install their pinned npm packages with npm)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck
 #   make bench   benchmarks in bench/ and host/board/..., output also in dist/bench.txt
 #   make clean   remove bin/ and dist/

@@ -985,13 +985,17 @@ func cmdAttemptExecutors(ctx context.Context, args []string, stdout, stderr io.W
 		return printJSON(stdout, res)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXECUTOR\tAVAILABLE\tVARIANTS\tDEFAULT_VARIANT")
+	fmt.Fprintln(tw, "EXECUTOR\tAVAILABLE\tVARIANTS\tDEFAULT_VARIANT\tVERIFIED_WITH")
 	for _, e := range res.Executors {
 		avail := "no"
 		if e.Available {
 			avail = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"))
+		verified := "-"
+		if p, ok := b.Executors().Get(e.Executor); ok && p.VerifiedWith != "" {
+			verified = p.VerifiedWith
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"), verified)
 	}
 	return tw.Flush()
 }

@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/dispatch"
 )
 
@@ -69,8 +71,42 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		pretty.Write(out)
 	}
 	fmt.Fprintln(stdout, pretty.String())
+	if err := waitForAttempts(ctx, h, stderr); err != nil {
+		return err
+	}
 	if res.IsError() {
 		return &exitError{code: 1, err: errSilent}
+	}
+	return nil
+}
+
+// waitForAttempts keeps a one-shot call in the foreground while processes
+// it started (start_task_attempt, follow_up) run: they belong to the
+// process that supervises them, and leaving would stop them. It prints
+// each attempt's end; Ctrl-C stops them (closing the host does).
+func waitForAttempts(ctx context.Context, h *host, stderr io.Writer) error {
+	b := h.board.opened()
+	if b == nil || !b.Busy() {
+		return nil
+	}
+	attempts := b.RunningAttempts()
+	fmt.Fprintf(stderr, "note: attempt %s runs in this plugboard process, so call stays until it ends; Ctrl-C stops it.\n"+
+		"      Watch from elsewhere with `plugboard attempt logs ID --follow`; `plugboard serve` keeps a board running without a terminal.\n",
+		strings.Join(attempts, ", "))
+	if err := b.WaitIdle(ctx); err != nil {
+		fmt.Fprintln(stderr, "interrupted: stopping the attempt's processes")
+		return &exitError{code: exitInterrupted, err: errSilent}
+	}
+	for _, id := range attempts {
+		st, err := b.GetAttemptStatus(context.WithoutCancel(ctx), board.AttemptArgs{AttemptID: id})
+		if err != nil {
+			continue
+		}
+		line := "attempt " + id + " ended: " + st.State
+		if st.FailureSummary != nil {
+			line += ": " + *st.FailureSummary
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ type boardFlags struct {
 	// agentEnv and agentEnvDrop adjust the environment of attempt
 	// processes (board.AgentEnv).
 	agentEnv, agentEnvDrop stringList
+	// agentInactivity and agentRunTimeout are the default limits of a
+	// coding-agent run (board.Config).
+	agentInactivity, agentRunTimeout time.Duration
 }
 
 func (b *boardFlags) register(fs *flag.FlagSet) {
@@ -59,6 +62,10 @@ func (b *boardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
 	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see README \"Executors\")")
 	fs.Var(&b.agentEnvDrop, "agent-env-drop", "keep variables matching the glob PATTERN from attempt processes (repeatable; PLUGBOARD_* never reach them)")
+	fs.DurationVar(&b.agentInactivity, "agent-inactivity-timeout", board.DefaultAgentInactivityTimeout,
+		"fail a coding-agent run that shows no progress (warnings and retries aside) for this long, unless its profile sets its own")
+	fs.DurationVar(&b.agentRunTimeout, "agent-run-timeout", board.DefaultAgentRunTimeout,
+		"fail a coding-agent run that runs longer than this, unless its profile sets its own")
 }
 
 // agentEnvConfig is what --agent-env and --agent-env-drop say.
@@ -69,7 +76,8 @@ func (b *boardFlags) agentEnvConfig() board.AgentEnv {
 // openBoard opens the task board in data.
 func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*board.Board, error) {
 	return board.Open(ctx, board.Config{DataDir: data, ExecutorsFile: b.executors, Guard: b.guard,
-		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(), Logger: log})
+		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(), Logger: log,
+		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout})
 }
 
 type stringList []string
@@ -336,6 +344,19 @@ type boardHandle struct {
 	b     *board.Board
 	api   *boardapi.API
 	err   error
+}
+
+// opened returns the board if it has finished opening successfully, nil
+// if it is still opening or failed to.
+func (bh *boardHandle) opened() *board.Board {
+	select {
+	case <-bh.ready:
+		if bh.err == nil {
+			return bh.b
+		}
+	default:
+	}
+	return nil
 }
 
 // handle serves the board host function once the board is open.

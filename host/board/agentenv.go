@@ -2,6 +2,7 @@ package board
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -54,10 +55,13 @@ func (e AgentEnv) Validate() error {
 }
 
 // agentEnviron makes the base environment of attempt processes from the
-// host's environment host (os.Environ()), as e says.
-func agentEnviron(host []string, e AgentEnv) []string {
+// host's environment host (os.Environ()), as e says, with profile's
+// variables (an executor profile's Env, nil for scripts) between the two:
+// they win over what the host passes on, and the operator's Set entries
+// win over them. Each key appears once.
+func agentEnviron(host []string, e AgentEnv, profile map[string]string) []string {
 	hostValue := map[string]string{}
-	env := []string{}
+	var env envList
 	for _, kv := range host {
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -70,14 +74,46 @@ func agentEnviron(host []string, e AgentEnv) []string {
 		}) {
 			continue
 		}
-		env = append(env, kv)
+		env.set(key, value)
+	}
+	for _, key := range slices.Sorted(maps.Keys(profile)) {
+		env.set(key, profile[key])
 	}
 	for _, kv := range e.Set {
-		if _, _, ok := strings.Cut(kv, "="); ok {
-			env = append(env, kv)
+		if key, value, ok := strings.Cut(kv, "="); ok {
+			env.set(key, value)
 		} else if v, ok := hostValue[kv]; ok {
-			env = append(env, kv+"="+v)
+			env.set(kv, v)
 		}
 	}
-	return env
+	return env.list
+}
+
+// envList is an environment in which setting a key replaces its earlier
+// value in place.
+type envList struct {
+	list  []string
+	index map[string]int
+}
+
+func (l *envList) set(key, value string) {
+	if l.index == nil {
+		l.index = map[string]int{}
+	}
+	if i, ok := l.index[key]; ok {
+		l.list[i] = key + "=" + value
+		return
+	}
+	l.index[key] = len(l.list)
+	l.list = append(l.list, key+"="+value)
+}
+
+// lookupEnv returns key's value in env (KEY=VALUE pairs; the last wins).
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -29,7 +29,7 @@ func TestAgentEnviron(t *testing.T) {
 		if err := tc.env.Validate(); err != nil {
 			t.Errorf("%s: Validate: %v", tc.name, err)
 		}
-		if got := agentEnviron(host, tc.env); !slices.Equal(got, tc.want) {
+		if got := agentEnviron(host, tc.env, nil); !slices.Equal(got, tc.want) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
@@ -63,7 +63,7 @@ func TestProcessEnv(t *testing.T) {
 	t.Setenv("PLUGBOARD_HTTP_TOKEN", "secret")
 	t.Setenv("BOARD_TEST_DROPPED", "x")
 	b := openBoard(t, Config{DataDir: "data", AgentEnv: AgentEnv{Drop: []string{"BOARD_TEST_*"}, Set: []string{"BOARD_ADDED=1"}}})
-	env := b.processEnv("p", "t", "a")
+	env := b.processEnv(nil, "p", "t", "a")
 	joined := strings.Join(env, "\n")
 	if strings.Contains(joined, "secret") || strings.Contains(joined, "BOARD_TEST_DROPPED") {
 		t.Errorf("environment leaks:\n%s", joined)

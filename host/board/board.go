@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plugboard/plugboard/host/board/executor"
@@ -21,6 +22,15 @@ import (
 // DefaultStopGrace is how long a graceful stop waits after the interrupt
 // before it kills the process group.
 const DefaultStopGrace = 5 * time.Second
+
+// Defaults of the per-run limits on coding agents. A run that prints
+// nothing but warnings and retry notices for the inactivity timeout, or
+// runs longer than the run timeout, is stopped and recorded as failed with
+// the reason.
+const (
+	DefaultAgentInactivityTimeout = 10 * time.Minute
+	DefaultAgentRunTimeout        = 2 * time.Hour
+)
 
 // Config configures a Board.
 type Config struct {
@@ -40,6 +50,14 @@ type Config struct {
 	ContextAttemptID string
 	// AgentEnv says what of the host's environment attempt processes get.
 	AgentEnv AgentEnv
+	// AgentInactivityTimeout and AgentRunTimeout are the defaults for
+	// executor profiles that set none of their own (0 here means
+	// DefaultAgentInactivityTimeout and DefaultAgentRunTimeout).
+	AgentInactivityTimeout time.Duration
+	AgentRunTimeout        time.Duration
+	// RunningAsRoot overrides the check of the effective user id that
+	// decides whether root-only refusals apply (nil: os.Geteuid() == 0).
+	RunningAsRoot *bool
 	// Logger receives process and recovery events.
 	Logger *slog.Logger
 }
@@ -52,9 +70,9 @@ type Board struct {
 	guard     gitops.Guard
 	owner     string
 	log       *slog.Logger
-	// agentEnv is the environment of attempt processes before the board's
-	// per-attempt variables (see AgentEnv).
-	agentEnv []string
+	// hostEnv is the host's environment as the board found it at Open;
+	// attempt processes get it filtered (see AgentEnv and agentEnviron).
+	hostEnv []string
 
 	mu      sync.Mutex
 	running map[string]*run // by process id, this host's processes only
@@ -64,8 +82,9 @@ type Board struct {
 	approving map[string]bool
 	closed    bool
 	// chains counts background work (process waits, queued follow-ups)
-	// so Close can wait for it.
-	chains sync.WaitGroup
+	// so Close can wait for it; pending is the same count, readable.
+	chains  sync.WaitGroup
+	pending atomic.Int64
 }
 
 // Open opens the board in cfg.DataDir, applying migrations, and recovers
@@ -90,6 +109,15 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = DefaultStopGrace
 	}
+	if cfg.AgentInactivityTimeout < 0 || cfg.AgentRunTimeout < 0 {
+		return nil, errors.New("board: agent timeouts must not be negative")
+	}
+	if cfg.AgentInactivityTimeout == 0 {
+		cfg.AgentInactivityTimeout = DefaultAgentInactivityTimeout
+	}
+	if cfg.AgentRunTimeout == 0 {
+		cfg.AgentRunTimeout = DefaultAgentRunTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -112,10 +140,10 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	}
 	b := &Board{
 		cfg: cfg, store: st, executors: execs, guard: guard, log: cfg.Logger,
-		owner:    strconv.Itoa(os.Getpid()) + "/" + self,
-		agentEnv: agentEnviron(os.Environ(), cfg.AgentEnv),
-		running:  map[string]*run{},
-		stops:    map[string]int{},
+		owner:   strconv.Itoa(os.Getpid()) + "/" + self,
+		hostEnv: os.Environ(),
+		running: map[string]*run{},
+		stops:   map[string]int{},
 	}
 	if _, err := b.Recover(ctx); err != nil {
 		st.Close()

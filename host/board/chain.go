@@ -2,6 +2,8 @@ package board
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"github.com/plugboard/plugboard/host/board/executor"
 	"github.com/plugboard/plugboard/host/board/store"
@@ -18,7 +20,10 @@ type chain struct {
 	profile executor.Profile
 	variant string
 	prompt  string
-	env     []string
+	// env is the scripts' environment, agentEnv the agent's (with its
+	// profile's variables).
+	env      []string
+	agentEnv []string
 }
 
 // background is the context of work that outlives the request that began
@@ -99,21 +104,96 @@ func (c *chain) agent(ctx context.Context, session *store.Session) (store.Proces
 		}
 		session = &se
 	}
+	return c.launch(ctx, *session, c.prompt)
+}
+
+// launch runs the agent in session with input as what it is told; the
+// turn records c.prompt. A run that resumes the agent's own session and
+// finds it missing is run again fresh (see freshRun).
+func (c *chain) launch(ctx context.Context, sess store.Session, input string) (store.Process, error) {
 	_, variant, err := c.profile.Variant(c.variant)
 	if err != nil {
 		return store.Process{}, err
 	}
-	argv, stdin := c.profile.Command(variant, c.prompt, session.AgentSessionID)
-	sessionID := session.ID
-	sess := *session
-	return c.b.spawn(ctx, spawnSpec{
+	argv, stdin := c.profile.Command(variant, input, sess.AgentSessionID)
+	resumed := sess.AgentSessionID != "" && len(variant.Resume) > 0
+	sessionID := sess.ID
+	spec := spawnSpec{
 		attempt: c.attempt, sessionID: &sessionID, reason: store.ReasonCodingAgent, dir: c.attempt.Dir,
 		argv: argv, stdin: stdin, format: c.profile.OutputFormat, prompt: c.prompt,
-		env: append(c.env, "PLUGBOARD_SESSION_ID="+sessionID),
+		env:        append(c.agentEnv, "PLUGBOARD_SESSION_ID="+sessionID),
+		inactivity: durationOr(time.Duration(c.profile.InactivityTimeout), c.b.cfg.AgentInactivityTimeout),
+		runTimeout: durationOr(time.Duration(c.profile.RunTimeout), c.b.cfg.AgentRunTimeout),
 		onExit: func(p store.Process) {
 			c.afterAgent(sess, p)
 		},
-	})
+	}
+	if resumed {
+		spec.resumeMissing = c.profile.ResumeMissing
+		spec.onResumeMissing = func(p store.Process) { c.freshRun(sess, p) }
+	}
+	return c.b.spawn(ctx, spec)
+}
+
+func durationOr(d, fallback time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return fallback
+}
+
+// freshRun follows a resumed run that failed because the CLI has no such
+// session (it never saved a turn): the agent session id is forgotten and
+// the agent starts a new session told the conversation so far, so the
+// follow-up is not lost. The failed run stays in the log as it happened.
+func (c *chain) freshRun(sess store.Session, failed store.Process) {
+	ctx := background()
+	if c.b.stopping(c.attempt.ID) {
+		c.afterAgent(sess, failed)
+		return
+	}
+	c.b.log.Info("agent session to resume not found; starting a fresh run with the conversation so far",
+		"session_id", sess.ID, "agent_session_id", sess.AgentSessionID, "execution_process_id", failed.ID)
+	if err := c.b.store.SetAgentSessionID(ctx, sess.ID, ""); err != nil {
+		c.b.log.Error("forget missing agent session", "session_id", sess.ID, "err", err)
+	}
+	input, err := c.conversation(ctx, sess.ID, failed.ID)
+	if err == nil {
+		fresh := sess
+		fresh.AgentSessionID = ""
+		if _, err = c.launch(ctx, fresh, input); err == nil {
+			return
+		}
+	}
+	c.b.log.Error("start fresh run after missing agent session", "session_id", sess.ID, "err", err)
+	c.afterAgent(sess, failed)
+}
+
+// maxConversationTurns bounds how much of a session's history a fresh run
+// is told: the newest turns, which matter most to a follow-up.
+const maxConversationTurns = 20
+
+// conversation is the prompt of a fresh run that stands in for a resumed
+// one: the session's earlier turns (prompt and the agent's final message),
+// then this turn's prompt. failedID's turn is this turn.
+func (c *chain) conversation(ctx context.Context, sessionID, failedID string) (string, error) {
+	page, err := c.b.store.TurnTail(ctx, sessionID, -1, maxConversationTurns+1)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	sb.WriteString("Your previous session could not be resumed, so here is the conversation so far.\n")
+	for _, t := range page.Turns {
+		if t.ProcessID != nil && *t.ProcessID == failedID {
+			continue
+		}
+		sb.WriteString("\n## User\n\n" + t.Prompt + "\n")
+		if t.Summary != nil && *t.Summary != "" {
+			sb.WriteString("\n## You\n\n" + *t.Summary + "\n")
+		}
+	}
+	sb.WriteString("\n## User (now)\n\n" + c.prompt + "\n")
+	return sb.String(), nil
 }
 
 // afterAgent applies the follow-up queue rule: after a successful run the

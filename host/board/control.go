@@ -159,7 +159,7 @@ func (b *Board) send(ctx context.Context, se store.Session, prompt, variant stri
 		return store.Process{}, err
 	}
 	c := &chain{b: b, attempt: at, repos: repos, profile: profile, variant: variant, prompt: prompt,
-		env: b.processEnv(task.ProjectID, task.ID, at.ID)}
+		env: b.processEnv(nil, task.ProjectID, task.ID, at.ID), agentEnv: b.processEnv(profile.Env, task.ProjectID, task.ID, at.ID)}
 	p, err := c.agent(context.WithoutCancel(ctx), &se)
 	if err != nil {
 		b.settleTask(ctx, task.ID)

@@ -567,7 +567,8 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 		return StartResult{}, err
 	}
 	c := &chain{b: b, attempt: attempt, repos: repos, profile: profile, variant: variant,
-		prompt: initialPrompt(profile, task), env: b.processEnv(project.ID, task.ID, attemptID)}
+		prompt: initialPrompt(profile, task), env: b.processEnv(nil, project.ID, task.ID, attemptID),
+		agentEnv: b.processEnv(profile.Env, project.ID, task.ID, attemptID)}
 	first, err := c.setup(context.WithoutCancel(ctx), 0)
 	if err != nil {
 		b.settleTask(ctx, task.ID)
@@ -597,10 +598,12 @@ func initialPrompt(p executor.Profile, t store.Task) string {
 // host's as AgentEnv filters it (never plugboard's own secrets), then which
 // attempt it works for, so a plugboard server it starts (as its MCP server)
 // works on this board (DataDir is absolute) and can answer get_context.
-func (b *Board) processEnv(projectID, taskID, attemptID string) []string {
+// Scripts get it with profileEnv nil; the coding agent with its profile's
+// Env.
+func (b *Board) processEnv(profileEnv map[string]string, projectID, taskID, attemptID string) []string {
 	// Clipped: callers append (PLUGBOARD_SESSION_ID), and chains that share
 	// this slice must not write into each other's spare capacity.
-	return slices.Clip(append(slices.Clip(b.agentEnv),
+	return slices.Clip(append(agentEnviron(b.hostEnv, b.cfg.AgentEnv, profileEnv),
 		"PLUGBOARD_DATA="+b.cfg.DataDir,
 		"PLUGBOARD_PROJECT_ID="+projectID,
 		"PLUGBOARD_TASK_ID="+taskID,
@@ -627,12 +630,45 @@ func (b *Board) resolveExecutor(name, variant string) (executor.Profile, string,
 			fmt.Sprintf("executor %s is not available on this machine (%s not found on PATH)", profile.Executor, profile.Binary),
 			"call list_executors and pick one with available=true").WithDetail("executor", profile.Executor)
 	}
-	v, _, err := profile.Variant(variant)
+	v, spec, err := profile.Variant(variant)
 	if err != nil {
 		return executor.Profile{}, "", invalid("variant", err.Error(),
 			"omit variant for the default, or pass one of list_executors' variants").WithDetail("allowed", profile.VariantNames())
 	}
+	if err := b.rootRefusal(profile, v, spec); err != nil {
+		return executor.Profile{}, "", err
+	}
 	return profile, v, nil
+}
+
+// rootRefusal refuses at once a variant its CLI would refuse to run as
+// root (see executor.Variant.RootRequiresEnv), naming the setting that
+// changes it, rather than starting a run that can only fail with the CLI's
+// bare refusal. Declaring the sandbox is the operator's call, never the
+// board's: attempts are clones with a filtered environment, not a
+// container (docs/DECISIONS.md).
+func (b *Board) rootRefusal(p executor.Profile, name string, v executor.Variant) error {
+	if v.RootRequiresEnv == "" || !b.runningAsRoot() {
+		return nil
+	}
+	if value, _ := lookupEnv(agentEnviron(b.hostEnv, b.cfg.AgentEnv, p.Env), v.RootRequiresEnv); value != "" {
+		return nil
+	}
+	others := slices.DeleteFunc(p.VariantNames(), func(n string) bool { return n == name })
+	setting := "--agent-env " + v.RootRequiresEnv + "=1"
+	return abi.NewEnvelope(abi.CodeInvalidArgument,
+		fmt.Sprintf("executor %s variant %s cannot run as root here: %s refuses its unattended mode for root unless %s is set, and plugboard runs as root",
+			p.Executor, name, p.Binary, v.RootRequiresEnv),
+		fmt.Sprintf("pass another variant (%s); or the operator runs plugboard as a non-root user, or, only if attempts run in a container or VM, starts it with %s",
+			strings.Join(others, ", "), setting)).
+		WithDetail("field", "variant").WithDetail("setting", setting).WithDetail("allowed", others)
+}
+
+func (b *Board) runningAsRoot() bool {
+	if b.cfg.RunningAsRoot != nil {
+		return *b.cfg.RunningAsRoot
+	}
+	return os.Geteuid() == 0
 }
 
 func selectRepos(project store.Project, args []StartRepoArg) ([]store.ProjectRepo, error) {

@@ -1,11 +1,13 @@
 package board
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/plugboard/plugboard/host/board/executor"
@@ -23,6 +25,10 @@ type run struct {
 	// recorded is closed once the process's end is in the store and its
 	// follow-on work (next script, queued follow-up) has been started.
 	recorded chan struct{}
+	// timedOut holds why the watchdog stopped the run (an inactivity or
+	// run timeout), so its end is recorded as a failure with that reason
+	// rather than as a stop someone asked for.
+	timedOut atomic.Pointer[string]
 }
 
 // spawnSpec describes a process to start.
@@ -36,8 +42,17 @@ type spawnSpec struct {
 	format    string // executor output format, for the normaliser
 	prompt    string // the turn's prompt, for coding agents
 	env       []string
+	// Limits of a coding-agent run (zero: none): no progress for
+	// inactivity, or running longer than runTimeout, stops it as failed.
+	inactivity, runTimeout time.Duration
+	// resumeMissing lists the texts by which the CLI says the session a
+	// resumed run asked for does not exist (executor.Profile.ResumeMissing).
+	resumeMissing []string
 	// onExit runs after the end is recorded, with the final row.
 	onExit func(store.Process)
+	// onResumeMissing, when set, runs instead of onExit for a run that
+	// failed after printing one of resumeMissing.
+	onResumeMissing func(store.Process)
 }
 
 // spawn records a process, starts it and supervises it in the background.
@@ -63,6 +78,7 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 	}
 	b.store.TouchAttempt(ctx, s.attempt.ID)
 	pump := newLogPump(b, row.ID, executor.NewNormalizer(s.format))
+	pump.resumeMissing = s.resumeMissing
 	// s.env is the whole environment (processEnv): the host's own is not
 	// inherited, so its secrets stay out.
 	proc, err := procsup.Start(ctx, procsup.Spec{Dir: s.dir, Argv: s.argv, Env: s.env, NoInheritEnv: true, Stdin: s.stdin}, pump.onLine)
@@ -71,9 +87,9 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 		pump.close()
 		b.store.FinishProcess(context.WithoutCancel(ctx), row.ID, store.ProcFailed, nil, "start failed: "+err.Error())
 		final, _ := b.store.GetProcess(context.WithoutCancel(ctx), row.ID)
-		b.chains.Add(1)
+		b.chainStarted()
 		go func() {
-			defer b.chains.Done()
+			defer b.chainDone()
 			if s.onExit != nil {
 				s.onExit(final)
 			}
@@ -88,22 +104,28 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 	b.mu.Lock()
 	b.running[row.ID] = r
 	b.mu.Unlock()
-	b.chains.Add(1)
+	b.chainStarted()
 	go b.supervise(r, pump, s)
+	if s.inactivity > 0 || s.runTimeout > 0 {
+		go b.watch(r, pump, s)
+	}
 	b.log.Info("process started", "execution_process_id", row.ID, "attempt_id", row.AttemptID, "run_reason", row.RunReason, "pid", row.PID)
 	return row, nil
 }
 
 // supervise waits for a process to end and records how it ended.
 func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
-	defer b.chains.Done()
+	defer b.chainDone()
 	ctx := context.Background()
 	<-r.proc.Done()
 	res := r.proc.Result()
 	pump.close()
 	status, reason := store.ProcFailed, ""
 	var exit *int
+	timedOut := r.timedOut.Load()
 	switch {
+	case timedOut != nil:
+		reason = *timedOut
 	case res.StoppedBy != "":
 		status, reason = store.ProcKilled, "stopped ("+res.StoppedBy+")"
 	case res.Signal != "":
@@ -111,7 +133,9 @@ func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
 	case res.ExitCode == 0 && res.Err == nil:
 		status = store.ProcCompleted
 	}
-	if res.Signal == "" && res.ExitCode >= 0 {
+	// A run the watchdog stopped did not exit on its own: its exit code
+	// (whatever the CLI does on SIGTERM) would only confuse the summary.
+	if res.Signal == "" && res.ExitCode >= 0 && timedOut == nil {
 		code := res.ExitCode
 		exit = &code
 	}
@@ -124,6 +148,9 @@ func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
 		}
 		if id := pump.norm.AgentSessionID(); id != "" && s.sessionID != nil {
 			b.store.SetAgentSessionID(ctx, *s.sessionID, id)
+		}
+		if status == store.ProcFailed {
+			reason = withAgentReason(reason, pump.norm.FailureReason())
 		}
 	}
 	if err := b.store.FinishProcess(ctx, r.row.ID, status, exit, reason); err != nil {
@@ -139,10 +166,60 @@ func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
 		final = r.row
 		final.Status = status
 	}
-	if s.onExit != nil {
+	switch {
+	case s.onResumeMissing != nil && status == store.ProcFailed && pump.sawResumeMissing.Load():
+		s.onResumeMissing(final)
+	case s.onExit != nil:
 		s.onExit(final)
 	}
 	close(r.recorded)
+}
+
+// withAgentReason joins the host's reason for a failure (a timeout, a
+// signal; "" when the agent just exited non-zero) with the agent's own
+// account of it, so failure_summary says "Not logged in", not only an exit
+// code.
+func withAgentReason(reason, agent string) string {
+	switch {
+	case agent == "":
+		return reason
+	case reason == "":
+		return agent
+	default:
+		return reason + "; the agent's last report: " + agent
+	}
+}
+
+// watch stops a coding-agent run that makes no progress for s.inactivity
+// or runs longer than s.runTimeout, recording why first.
+func (b *Board) watch(r *run, pump *logPump, s spawnSpec) {
+	started := time.Now()
+	shortest := s.inactivity
+	if shortest == 0 || (s.runTimeout > 0 && s.runTimeout < shortest) {
+		shortest = s.runTimeout
+	}
+	tick := time.NewTicker(min(max(shortest/10, 50*time.Millisecond), time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.proc.Done():
+			return
+		case now := <-tick.C:
+			var why string
+			switch {
+			case s.runTimeout > 0 && now.Sub(started) >= s.runTimeout:
+				why = fmt.Sprintf("ran longer than the run timeout (%s)", s.runTimeout)
+			case s.inactivity > 0 && now.Sub(pump.lastProgress()) >= s.inactivity:
+				why = fmt.Sprintf("no progress for %s (inactivity timeout; warnings and retry notices do not count)", s.inactivity)
+			default:
+				continue
+			}
+			r.timedOut.Store(&why)
+			b.log.Warn("agent run timed out", "execution_process_id", r.row.ID, "attempt_id", r.row.AttemptID, "reason", why)
+			r.proc.Stop(false, b.cfg.StopGrace)
+			return
+		}
+	}
 }
 
 // commandLine renders argv for the process record, quoting where needed.
@@ -180,13 +257,23 @@ type logPump struct {
 	rawN, nrmN int64
 	rows       chan store.LogRow
 	done       chan struct{}
+	// progress is when the process last showed progress (unix nanos):
+	// any output but warnings, retry notices and stack frames.
+	progress atomic.Int64
+	// resumeMissing are the texts that say a resumed agent session does
+	// not exist; sawResumeMissing is set once a line carried one.
+	resumeMissing    []string
+	sawResumeMissing atomic.Bool
 }
 
 func newLogPump(b *Board, processID string, norm executor.Normalizer) *logPump {
 	p := &logPump{b: b, processID: processID, norm: norm, rows: make(chan store.LogRow, logQueue), done: make(chan struct{})}
+	p.progress.Store(time.Now().UnixNano())
 	go p.write()
 	return p
 }
+
+func (p *logPump) lastProgress() time.Time { return time.Unix(0, p.progress.Load()) }
 
 // rawEntry is the shape of a raw-channel entry.
 type rawEntry struct {
@@ -202,7 +289,35 @@ func (p *logPump) onLine(stream procsup.Stream, line []byte) {
 	raw, _ := json.Marshal(rawEntry{Timestamp: now.UTC().Format(time.RFC3339Nano), Stream: string(stream), Content: string(line)})
 	p.rows <- store.LogRow{ProcessID: p.processID, Channel: store.ChannelRaw, Index: p.rawN, Entry: raw}
 	p.rawN++
-	p.emit(p.norm.Line(string(stream), line, now))
+	entries := p.norm.Line(string(stream), line, now)
+	if isProgress(stream, entries) {
+		p.progress.Store(now.UnixNano())
+	}
+	if !p.sawResumeMissing.Load() {
+		for _, text := range p.resumeMissing {
+			if bytes.Contains(line, []byte(text)) {
+				p.sawResumeMissing.Store(true)
+			}
+		}
+	}
+	p.emit(entries)
+}
+
+// isProgress says whether a line shows the agent getting on with its work:
+// an entry other than a warning, or a stdout event the normaliser folds
+// into a later entry. Warnings, retry notices and stack frames (stderr
+// lines that make no entry) do not count, so an agent that only retries an
+// unreachable service reaches its inactivity timeout.
+func isProgress(stream procsup.Stream, entries []executor.Entry) bool {
+	if len(entries) == 0 {
+		return stream == procsup.Stdout
+	}
+	for _, e := range entries {
+		if !executor.IsWarning(e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *logPump) emit(entries []executor.Entry) {

@@ -44,7 +44,8 @@ type StatusResult struct {
 // deriveState is the spec's rule: the newest process among coding agent,
 // setup and cleanup scripts decides; none → idle, running → running,
 // completed → completed, failed → failed with "failed (exit_code=N)",
-// killed → failed with "killed".
+// followed by the reason when one is known (the agent's last error, a
+// timeout), killed → failed with "killed".
 func deriveState(p *store.Process) (string, *string) {
 	if p == nil {
 		return StateIdle, nil
@@ -63,6 +64,8 @@ func deriveState(p *store.Process) (string, *string) {
 	}
 	s := "failed"
 	switch {
+	case p.ExitCode != nil && p.EndReason != "":
+		s += " (exit_code=" + strconv.Itoa(*p.ExitCode) + "): " + p.EndReason
 	case p.ExitCode != nil:
 		s += " (exit_code=" + strconv.Itoa(*p.ExitCode) + ")"
 	case p.EndReason != "":

@@ -40,13 +40,19 @@ func shellProfile() Profile {
 	}
 }
 
-// claudeProfile: flags from `claude --help` (Claude Code 2.1.x): -p/--print,
-// --output-format stream-json (which -p requires --verbose with),
-// --dangerously-skip-permissions, --permission-mode {default,plan,...} and
-// -r/--resume <session id>; -p reads the prompt from stdin (Claude Code
-// headless docs: `cat file | claude -p`).
+// claudeProfile: verified with `claude --help` and headless runs of Claude
+// Code 2.1.330: -p/--print (reads the prompt from stdin), --output-format
+// stream-json (which -p requires --verbose with),
+// --dangerously-skip-permissions, --permission-mode
+// {acceptEdits,auto,bypassPermissions,manual,dontAsk,plan} and
+// --resume=<session id>. As root the CLI refuses
+// --dangerously-skip-permissions unless the environment declares a sandbox
+// (IS_SANDBOX=1), which only the operator can vouch for (docs/DECISIONS.md).
 func claudeProfile() Profile {
 	base := []string{"claude", "-p", "--output-format=stream-json", "--verbose"}
+	resume := "--resume=" + PlaceholderAgentSessionID
+	yolo := resumable(StdinPrompt, join(base, "--dangerously-skip-permissions"), resume)
+	yolo.RootRequiresEnv = "IS_SANDBOX"
 	return Profile{
 		Executor:       "CLAUDE_CODE",
 		Description:    "Anthropic Claude Code in print mode, streaming JSON events.",
@@ -54,19 +60,23 @@ func claudeProfile() Profile {
 		DefaultVariant: DefaultVariantName,
 		SupportsMCP:    true,
 		OutputFormat:   FormatClaudeStreamJSON,
+		VerifiedWith:   "@anthropic-ai/claude-code 2.1.330",
+		// An agent run must not update the CLI under the board's feet.
+		Env:           map[string]string{"DISABLE_AUTOUPDATER": "1"},
+		ResumeMissing: []string{"No conversation found with session ID"},
 		Variants: map[string]Variant{
-			"DEFAULT": resumable(StdinPrompt, join(base, "--dangerously-skip-permissions"), "--resume="+PlaceholderAgentSessionID),
-			"PLAN":    resumable(StdinPrompt, join(base, "--permission-mode=plan"), "--resume="+PlaceholderAgentSessionID),
-			// Print mode has nobody to ask, so under the default mode a tool
+			"DEFAULT": yolo,
+			"PLAN":    resumable(StdinPrompt, join(base, "--permission-mode=plan"), resume),
+			// Print mode has nobody to ask, so under the manual mode a tool
 			// call the user's settings do not already allow is refused: the
 			// user's own allow-list is the approval.
-			"APPROVALS": resumable(StdinPrompt, join(base, "--permission-mode=default"), "--resume="+PlaceholderAgentSessionID),
+			"APPROVALS": resumable(StdinPrompt, join(base, "--permission-mode=manual"), resume),
 		},
 	}
 }
 
-// codexProfile: flags from openai/codex docs/exec.md and codex-rs/exec/src/cli.rs:
-// `codex exec --json`, --sandbox workspace-write|read-only (what replaced
+// codexProfile: verified with `codex exec --help` and headless runs of Codex
+// CLI 0.169.0 (flags first from openai/codex docs/exec.md): `codex exec --json`, --sandbox workspace-write|read-only (what replaced
 // the deprecated --full-auto), --skip-git-repo-check, a prompt of "-" read
 // from stdin, and `codex exec resume <SESSION_ID> -`. Parent flags go
 // before `resume` because --sandbox is not a global flag of exec.
@@ -86,6 +96,8 @@ func codexProfile() Profile {
 		DefaultVariant: DefaultVariantName,
 		SupportsMCP:    true,
 		OutputFormat:   FormatCodexJSON,
+		VerifiedWith:   "@openai/codex 0.169.0",
+		ResumeMissing:  []string{"no rollout found for thread id"},
 		Variants: map[string]Variant{
 			"DEFAULT": variant("workspace-write"),
 			"PLAN":    variant("read-only"),
@@ -93,25 +105,28 @@ func codexProfile() Profile {
 	}
 }
 
-// geminiProfile: flags from google-gemini/gemini-cli docs/cli/cli-reference.md
-// and docs/cli/headless.md: headless when stdin is not a terminal (the
-// piped text is the prompt), --output-format stream-json, --approval-mode
-// default|auto_edit|yolo|plan, -r/--resume <session id>.
+// geminiProfile: verified with `gemini --help` and headless runs of Gemini
+// CLI 0.61.0: headless when stdin is not a terminal (the piped text is the
+// prompt), --output-format stream-json, --approval-mode
+// default|auto_edit|yolo|plan, -r/--resume <session id>, and --skip-trust:
+// without it every fresh worktree is an untrusted folder, where the CLI
+// overrides the approval mode and then exits 55.
 func geminiProfile() Profile {
-	base := []string{"gemini", "--output-format", "stream-json", "--approval-mode"}
+	base := []string{"gemini", "--output-format", "stream-json", "--skip-trust", "--approval-mode"}
+	resume := []string{"--resume", PlaceholderAgentSessionID}
 	return Profile{
 		Executor:       "GEMINI",
 		Description:    "Google Gemini CLI in headless mode, streaming JSON events.",
 		Binary:         "gemini",
 		DefaultVariant: DefaultVariantName,
 		SupportsMCP:    true,
-		// Gemini's stream (init/message/tool_use/tool_result/result) is its
-		// own shape; recorded line by line until it has a normaliser.
-		OutputFormat: FormatLines,
+		OutputFormat:   FormatGeminiStreamJSON,
+		VerifiedWith:   "@google/gemini-cli 0.61.0",
+		ResumeMissing:  []string{"Error resuming session", "No previous sessions found"},
 		Variants: map[string]Variant{
-			"DEFAULT":   resumable(StdinPrompt, join(base, "yolo"), "--resume", PlaceholderAgentSessionID),
-			"PLAN":      resumable(StdinPrompt, join(base, "plan"), "--resume", PlaceholderAgentSessionID),
-			"APPROVALS": resumable(StdinPrompt, join(base, "default"), "--resume", PlaceholderAgentSessionID),
+			"DEFAULT":   resumable(StdinPrompt, join(base, "yolo"), resume...),
+			"PLAN":      resumable(StdinPrompt, join(base, "plan"), resume...),
+			"APPROVALS": resumable(StdinPrompt, join(base, "default"), resume...),
 		},
 	}
 }
@@ -139,24 +154,30 @@ func ampProfile() Profile {
 	}
 }
 
-// opencodeProfile: flags from the OpenCode CLI docs (opencode.ai/docs/cli)
-// and its `run` command source: `opencode run --format json` (raw JSON
-// events), -s/--session <id> to continue, --agent plan; run appends piped
-// stdin to the message.
+// opencodeProfile: verified with `opencode run --help` and headless runs of
+// OpenCode 1.18.33: `opencode run --format json` (raw JSON events), -s/--session
+// <id> to continue, --agent plan; run appends piped stdin to the message.
+// Without --auto, run rejects every permission request itself, so DEFAULT
+// passes it. --print-logs at WARN puts the CLI's errors on stderr as they
+// happen: its JSON stream says nothing while it retries an unreachable
+// provider for minutes.
 func opencodeProfile() Profile {
-	base := []string{"opencode", "run", "--format", "json"}
+	base := []string{"opencode", "run", "--format", "json", "--print-logs", "--log-level", "WARN"}
+	resume := []string{"--session", PlaceholderAgentSessionID}
 	return Profile{
 		Executor:       "OPENCODE",
 		Description:    "OpenCode `opencode run`, raw JSON events.",
 		Binary:         "opencode",
 		DefaultVariant: DefaultVariantName,
 		SupportsMCP:    true,
-		// step_start/text/tool_use/step_finish events are OpenCode's own
-		// shape; recorded line by line until it has a normaliser.
-		OutputFormat: FormatLines,
+		OutputFormat:   FormatOpenCodeJSON,
+		VerifiedWith:   "opencode-ai 1.18.33",
+		ResumeMissing:  []string{"Session not found"},
 		Variants: map[string]Variant{
-			"DEFAULT": resumable(StdinPrompt, base, "--session", PlaceholderAgentSessionID),
-			"PLAN":    resumable(StdinPrompt, join(base, "--agent", "plan"), "--session", PlaceholderAgentSessionID),
+			"DEFAULT": resumable(StdinPrompt, join(base, "--auto"), resume...),
+			// The plan agent may not edit; without --auto whatever else it
+			// asks permission for is refused.
+			"PLAN": resumable(StdinPrompt, join(base, "--agent", "plan"), resume...),
 		},
 	}
 }
@@ -181,8 +202,9 @@ func cursorProfile() Profile {
 	}
 }
 
-// qwenProfile: flags from QwenLM/qwen-code docs/users/features/headless.md and
-// its CLI config: stdin as the prompt, --output-format stream-json (the
+// qwenProfile: verified with `qwen --help` and headless runs of Qwen Code
+// 0.24.4 (flags first from QwenLM/qwen-code docs/users/features/headless.md):
+// stdin as the prompt, --output-format stream-json (the
 // Claude Code envelope: system/assistant/user/result), --approval-mode
 // plan|default|auto-edit|yolo, --resume <session id>.
 func qwenProfile() Profile {
@@ -194,6 +216,8 @@ func qwenProfile() Profile {
 		DefaultVariant: DefaultVariantName,
 		SupportsMCP:    true,
 		OutputFormat:   FormatClaudeStreamJSON,
+		VerifiedWith:   "@qwen-code/qwen-code 0.24.4",
+		ResumeMissing:  []string{"No saved session found"},
 		Variants: map[string]Variant{
 			"DEFAULT":   resumable(StdinPrompt, join(base, "yolo"), "--resume", PlaceholderAgentSessionID),
 			"PLAN":      resumable(StdinPrompt, join(base, "plan"), "--resume", PlaceholderAgentSessionID),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +14,21 @@ import (
 // --verbose` events. Amp, Qwen Code and Cursor Agent emit the same
 // envelope (system/assistant/user/result), so it serves them too; Cursor's
 // extra tool_call events are read as tool calls.
+//
+// A failed run says why in more than one place, and each CLI picks its
+// own: Claude Code sends an assistant message flagged as an API error
+// ("error":"authentication_failed", "is_api_error_message":true) and then a
+// result with is_error on a "success" subtype; a resume of an unknown
+// session gets a result whose "errors" list says so; Qwen Code puts the
+// message in the result's "error":{"message":…}. All of them become error
+// messages carrying the CLI's text, which is what FailureReason reports.
 type claudeNormalizer struct {
 	mu        sync.Mutex
 	sessionID string
 	result    string // the result text of a successful run
 	lastText  string // the last assistant text, for a run that ends without one
 	tools     pendingTools
+	fail      failureNotes
 }
 
 type claudeEvent struct {
@@ -32,6 +42,16 @@ type claudeEvent struct {
 	Tools           json.RawMessage `json:"tools"`
 	Message         json.RawMessage `json:"message"` // an object; a string on error events
 	ParentToolUseID *string         `json:"parent_tool_use_id"`
+	// An assistant message that is Claude Code's report of a failed API
+	// call ("Not logged in · Please run /login") says so in these; its
+	// "error" is a code such as "authentication_failed".
+	IsAPIErrorMessage bool `json:"is_api_error_message"`
+
+	// system/api_retry
+	Attempt      *float64 `json:"attempt"`
+	MaxRetries   *float64 `json:"max_retries"`
+	RetryDelayMS *float64 `json:"retry_delay_ms"`
+	ErrorStatus  *float64 `json:"error_status"`
 
 	// result
 	Result       json.RawMessage `json:"result"`
@@ -66,17 +86,23 @@ type claudeBlock struct {
 func (n *claudeNormalizer) Line(stream string, line []byte, now time.Time) []Entry {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	out := n.line(stream, line, now)
+	n.fail.note(out)
+	return out
+}
+
+func (n *claudeNormalizer) line(stream string, line []byte, now time.Time) []Entry {
 	text := plainText(line)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
 	if stream == StreamStderr {
-		return []Entry{rawLineEntry(stream, text, now)}
+		return rawLineEntries(stream, text, now)
 	}
 	raw := bytes.TrimSpace(line)
 	var ev claudeEvent
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
-		return []Entry{rawLineEntry(stream, text, now)}
+		return rawLineEntries(stream, text, now)
 	}
 	if n.sessionID == "" && ev.SessionID != "" {
 		n.sessionID = ev.SessionID
@@ -88,21 +114,21 @@ func (n *claudeNormalizer) Line(stream string, line []byte, now time.Time) []Ent
 		if out, ok := n.message(ev, now); ok {
 			return out
 		}
-		return []Entry{rawLineEntry(stream, text, now)}
+		return rawLineEntries(stream, text, now)
 	case "result":
 		return []Entry{n.resultEntry(ev, now)}
 	case "tool_call":
 		if out, ok := n.cursorToolCall(ev, now); ok {
 			return out
 		}
-		return []Entry{rawLineEntry(stream, text, now)}
+		return rawLineEntries(stream, text, now)
 	case "error":
 		msg := errorText(ev.Error)
 		if msg == "" {
 			msg = textOf(ev.Message)
 		}
 		if msg == "" {
-			msg = "error"
+			return []Entry{genericError(now, "error", nil)}
 		}
 		return []Entry{newEntry(now, EntryErrorMessage, msg, nil)}
 	case "stream_event":
@@ -135,6 +161,8 @@ func (n *claudeNormalizer) system(ev claudeEvent, raw []byte, now time.Time) Ent
 			content += " (model " + ev.Model + ")"
 		}
 		return newEntry(now, EntrySystemMessage, content, meta)
+	case "api_retry":
+		return n.apiRetry(ev, meta, now)
 	default:
 		rawDetail(meta, "event", raw)
 		sub := ev.Subtype
@@ -157,7 +185,25 @@ func (n *claudeNormalizer) message(ev claudeEvent, now time.Time) (_ []Entry, ok
 	if ev.Type == "user" {
 		textType = EntryUserMessage
 	}
+	apiError := ""
+	if ev.Type == "assistant" {
+		_ = json.Unmarshal(ev.Error, &apiError) // a code: "authentication_failed", "rate_limit", …
+		if apiError = strings.TrimSpace(apiError); apiError == "" && ev.IsAPIErrorMessage {
+			apiError = "api_error"
+		}
+	}
+	if apiError != "" {
+		// The CLI's own words about a failed call, dressed as the
+		// model's: an error, and never the run's summary.
+		textType = EntryErrorMessage
+	}
 	withParent := func(meta map[string]any) map[string]any {
+		if apiError != "" {
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta["error"] = oneLine(apiError)
+		}
 		// A subagent's events carry the tool call that started it; without
 		// it they read as the main agent's.
 		if ev.ParentToolUseID != nil && *ev.ParentToolUseID != "" {
@@ -260,27 +306,32 @@ func (n *claudeNormalizer) resultEntry(ev claudeEvent, now time.Time) Entry {
 	}
 	text := strings.TrimSpace(textOf(ev.Result))
 	if ev.IsError || (ev.Subtype != "" && ev.Subtype != "success") {
+		// The message is the result text (Claude Code's "Not logged in ·
+		// Please run /login"), else the errors list ("No conversation
+		// found with session ID: …"), else Qwen Code's error object; the
+		// subtype stays in the metadata.
 		msg := text
 		var errs []string
 		if json.Unmarshal(ev.Errors, &errs) == nil && len(errs) > 0 {
 			meta["errors"] = errs
 			if msg == "" {
-				msg = strings.Join(errs, "; ")
+				msg = strings.TrimSpace(strings.Join(errs, "; "))
 			}
 		}
+		if e := strings.TrimSpace(errorText(ev.Error)); e != "" {
+			detail(meta, "error", e)
+			if msg == "" {
+				msg = e
+			}
+		}
+		if msg != "" {
+			return newEntry(now, EntryErrorMessage, msg, meta)
+		}
 		content := ev.Subtype
-		if content == "success" { // is_error on a "success" says nothing by its subtype
-			content = ""
-		}
-		switch {
-		case content == "" && msg == "":
+		if content == "" || content == "success" { // is_error on a "success" says nothing by its subtype
 			content = "run failed"
-		case content == "":
-			content = msg
-		case msg != "":
-			content += ": " + msg
 		}
-		return newEntry(now, EntryErrorMessage, content, meta)
+		return genericError(now, content, meta)
 	}
 	if text != "" {
 		n.result = cutUTF8(text, MaxContentBytes)
@@ -353,6 +404,37 @@ func (n *claudeNormalizer) cursorToolCall(ev claudeEvent, now time.Time) (_ []En
 	}
 }
 
+// apiRetry reads Claude Code's system/api_retry event, which says a failed
+// API call will be tried again: a warning.
+func (n *claudeNormalizer) apiRetry(ev claudeEvent, meta map[string]any, now time.Time) Entry {
+	content := "API request failed; retrying"
+	if ev.Attempt != nil {
+		content += " (attempt " + strconv.Itoa(int(*ev.Attempt))
+		if ev.MaxRetries != nil {
+			content += " of " + strconv.Itoa(int(*ev.MaxRetries))
+		}
+		content += ")"
+		meta["attempt"] = int(*ev.Attempt)
+	}
+	if ev.RetryDelayMS != nil {
+		content += fmt.Sprintf(" in %.1fs", *ev.RetryDelayMS/1000)
+		meta["retry_delay_ms"] = *ev.RetryDelayMS
+	}
+	var why []string
+	if e := errorText(ev.Error); e != "" {
+		why = append(why, oneLine(e))
+		meta["error"] = oneLine(e)
+	}
+	if ev.ErrorStatus != nil {
+		why = append(why, "HTTP "+strconv.Itoa(int(*ev.ErrorStatus)))
+		meta["error_status"] = int(*ev.ErrorStatus)
+	}
+	if len(why) > 0 {
+		content += ": " + strings.Join(why, ", ")
+	}
+	return warningEntry(now, content, meta)
+}
+
 func (n *claudeNormalizer) Finish(time.Time) []Entry { return nil }
 
 func (n *claudeNormalizer) AgentSessionID() string {
@@ -368,6 +450,12 @@ func (n *claudeNormalizer) Summary() string {
 		return n.result
 	}
 	return n.lastText
+}
+
+func (n *claudeNormalizer) FailureReason() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fail.reason()
 }
 
 // errorText reads an error that is either a string or {"message": ...}.

@@ -13,11 +13,21 @@ import (
 // shapes are defined in openai/codex codex-rs/exec/src/exec_events.rs.
 // Items are logged when they complete, once each; an item that started but
 // never completed (the process died) is logged by Finish.
+//
+// Codex reports transient trouble through the same "error" event and
+// "error" item as real failures: "Reconnecting... 2/5 (…)", "Reconnecting...
+// waiting for network (…)", "Falling back from WebSockets to HTTPS
+// transport…". Those are warnings (see isWarningText); turn.failed and any
+// other error stay errors. Without a network it reconnects for ever, so
+// such a run ends by the board's timeout; its FailureReason is then the
+// last error Codex logged on stderr ("failed to connect to Responses
+// WebSocket …") or, when it logged none, the last reconnect notice.
 type codexNormalizer struct {
 	mu          sync.Mutex
 	threadID    string
 	lastMessage string
 	pending     []codexItem // started, not yet completed, oldest first
+	fail        failureNotes
 }
 
 type codexEvent struct {
@@ -81,17 +91,23 @@ func (it codexItem) kind() string {
 func (n *codexNormalizer) Line(stream string, line []byte, now time.Time) []Entry {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	out := n.line(stream, line, now)
+	n.fail.note(out)
+	return out
+}
+
+func (n *codexNormalizer) line(stream string, line []byte, now time.Time) []Entry {
 	text := plainText(line)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
 	if stream == StreamStderr {
-		return []Entry{rawLineEntry(stream, text, now)}
+		return rawLineEntries(stream, text, now)
 	}
 	raw := bytes.TrimSpace(line)
 	var ev codexEvent
 	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
-		return []Entry{rawLineEntry(stream, text, now)}
+		return rawLineEntries(stream, text, now)
 	}
 	switch ev.Type {
 	case "thread.started", "thread.resumed":
@@ -111,24 +127,29 @@ func (n *codexNormalizer) Line(stream string, line []byte, now time.Time) []Entr
 		}
 		return []Entry{newEntry(now, EntrySystemMessage, content, meta)}
 	case "turn.failed":
-		msg := errorText(ev.Error)
-		if msg == "" {
-			msg = "turn failed"
+		meta := map[string]any{"event_type": ev.Type}
+		if msg := errorText(ev.Error); msg != "" {
+			return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
 		}
-		return []Entry{newEntry(now, EntryErrorMessage, msg, map[string]any{"event_type": ev.Type})}
+		return []Entry{genericError(now, "turn failed", meta)}
 	case "error":
+		meta := map[string]any{"event_type": ev.Type}
 		msg := errorText(ev.Message)
 		if msg == "" {
 			msg = errorText(ev.Error)
 		}
-		if msg == "" {
-			msg = "error"
+		switch {
+		case msg == "":
+			return []Entry{genericError(now, "error", meta)}
+		case isWarningText(msg): // "Reconnecting... 2/5 (…)"
+			return []Entry{warningEntry(now, msg, meta)}
+		default:
+			return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
 		}
-		return []Entry{newEntry(now, EntryErrorMessage, msg, map[string]any{"event_type": ev.Type})}
 	case "item.started", "item.completed":
 		var it codexItem
 		if json.Unmarshal(ev.Item, &it) != nil {
-			return []Entry{rawLineEntry(stream, text, now)}
+			return rawLineEntries(stream, text, now)
 		}
 		if ev.Type == "item.started" {
 			n.start(it)
@@ -186,7 +207,14 @@ func (n *codexNormalizer) item(it codexItem, raw []byte, now time.Time) []Entry 
 		if msg == "" {
 			msg = it.Text
 		}
-		return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
+		switch {
+		case strings.TrimSpace(msg) == "":
+			return []Entry{genericError(now, "error", meta)}
+		case isWarningText(msg): // "Falling back from WebSockets to HTTPS transport. …"
+			return []Entry{warningEntry(now, msg, meta)}
+		default:
+			return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
+		}
 	case "command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list", "collab_tool_call":
 		return []Entry{n.toolEntry(it, raw, meta, now)}
 	default:
@@ -301,6 +329,7 @@ func (n *codexNormalizer) Finish(now time.Time) []Entry {
 		out = append(out, e)
 	}
 	n.pending = nil
+	n.fail.note(out)
 	return out
 }
 
@@ -314,4 +343,10 @@ func (n *codexNormalizer) Summary() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.lastMessage
+}
+
+func (n *codexNormalizer) FailureReason() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fail.reason()
 }

@@ -19,5 +19,12 @@
 // Normalisers are fed line by line (see Normalizer) so a caller can stream
 // entries while the agent runs; they keep memory bounded whatever the agent
 // prints, never fail on malformed input, and are safe to feed from separate
-// stdout and stderr readers.
+// stdout and stderr readers. There is one per output format: Claude Code's
+// stream (also Amp's, Qwen Code's and Cursor Agent's), Codex's, Gemini
+// CLI's and OpenCode's JSON events, and plain lines for everything else.
+// All of them read stderr alike: stack frames make no entry, retry notices
+// and the CLIs' routine notices are warnings (see IsWarning), log lines go
+// by their level, and anything else is an error. Each also keeps the
+// agent's own account of a failure (FailureReason): its last error, or
+// its last warning when it reported no error.
 package executor

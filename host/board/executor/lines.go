@@ -8,15 +8,18 @@ import (
 	"time"
 )
 
-// linesNormalizer records each non-empty line as it was printed: stdout as a
-// system message, stderr as an error message. It serves SHELL and the
-// agents whose JSON stream has no normaliser yet, so it also picks a session
-// id out of a JSON line that carries one (Gemini's init event, OpenCode's
-// and Droid's events): that is enough to resume them.
+// linesNormalizer records each non-empty stdout line as it was printed, as
+// a system message, and classifies stderr lines as every normaliser does
+// (see stderrEntries). It serves SHELL, the agents whose output has no
+// normaliser of its own (Copilot, Droid) and any unknown format, so it also
+// picks a session id out of a JSON line that carries one (a Droid event, or
+// a Gemini or OpenCode event when a profile asks for lines): that is enough
+// to resume them.
 type linesNormalizer struct {
 	mu        sync.Mutex
 	sessionID string
 	last      string
+	fail      failureNotes
 }
 
 // sessionKeys are the top-level fields agents put their session id in.
@@ -35,7 +38,9 @@ func (n *linesNormalizer) Line(stream string, line []byte, now time.Time) []Entr
 			n.sessionID = sessionIDOf(line)
 		}
 	}
-	return []Entry{rawLineEntry(stream, text, now)}
+	out := rawLineEntries(stream, text, now)
+	n.fail.note(out)
+	return out
 }
 
 func sessionIDOf(line []byte) string {
@@ -68,4 +73,10 @@ func (n *linesNormalizer) Summary() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.last
+}
+
+func (n *linesNormalizer) FailureReason() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.fail.reason()
 }

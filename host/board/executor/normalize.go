@@ -52,8 +52,11 @@ type Entry struct {
 
 // Normalizer turns one agent run's output into entries. A normaliser is for
 // one run; it is safe for concurrent use, so stdout and stderr readers may
-// feed it directly. It never fails: output it cannot parse becomes a system
-// or error message with the text as printed.
+// feed it directly. It never fails: stdout it cannot parse becomes a system
+// message with the text as printed. Every normaliser reads stderr the same
+// way: a stack frame makes no entry, a retry notice or routine notice is a
+// warning (see IsWarning), a structured log line goes by its level, and
+// anything else is an error message as printed.
 type Normalizer interface {
 	// Line consumes one output line (without the newline) from stream
 	// "stdout" or "stderr" and returns zero or more entries. line is not
@@ -67,6 +70,14 @@ type Normalizer interface {
 	// Summary is the final assistant message of the run (for the
 	// transcript), "" if none.
 	Summary() string
+	// FailureReason is the agent's own account of why the run failed: the
+	// most recent error it reported — or a retry notice that came after it,
+	// since the agent is then still waiting on what the notice names — or,
+	// when it reported no error, the most recent warning; "" if neither. It is one line
+	// of at most 300 bytes of valid UTF-8, meant to be appended to the
+	// board's failure and timeout reasons, so it is the message itself, not
+	// a status code or a stack frame.
+	FailureReason() string
 }
 
 // NewNormalizer returns the normaliser for outputFormat; an unknown format
@@ -77,6 +88,10 @@ func NewNormalizer(outputFormat string) Normalizer {
 		return &claudeNormalizer{}
 	case FormatCodexJSON:
 		return &codexNormalizer{}
+	case FormatGeminiStreamJSON:
+		return &geminiNormalizer{}
+	case FormatOpenCodeJSON:
+		return &opencodeNormalizer{}
 	default:
 		return &linesNormalizer{}
 	}
@@ -146,14 +161,15 @@ func plainText(line []byte) string {
 	return strings.TrimRight(s, " \t\r\n")
 }
 
-// rawLineEntry is the entry for a line that is not an event: stderr is an
-// error message, anything else a system message.
-func rawLineEntry(stream string, text string, now time.Time) Entry {
-	typ := EntrySystemMessage
+// rawLineEntries are the entries for a line that is not an event: a stdout
+// line is a system message; a stderr line is classified by stderrEntries
+// (an error, a warning, a log line by its level, or nothing for a stack
+// frame).
+func rawLineEntries(stream string, text string, now time.Time) []Entry {
 	if stream == StreamStderr {
-		typ = EntryErrorMessage
+		return stderrEntries(text, now)
 	}
-	return newEntry(now, typ, text, map[string]any{"stream": stream})
+	return []Entry{newEntry(now, EntrySystemMessage, text, map[string]any{"stream": stream})}
 }
 
 // oneLine is the first line of s, trimmed and cut to maxSummaryRunes, with
@@ -174,11 +190,11 @@ func oneLine(s string) string {
 }
 
 // summaryKeys are the input fields that say best what a tool call does, in
-// the order they are tried; they cover Claude Code's, Amp's and Cursor's
-// tool names without a table per agent.
+// the order they are tried; they cover Claude Code's, Amp's, Cursor's,
+// Gemini CLI's and OpenCode's tool names without a table per agent.
 var summaryKeys = []string{
 	"command", "cmd", "file_path", "filePath", "notebook_path", "path", "pattern",
-	"query", "url", "description", "prompt", "directory_path",
+	"query", "url", "description", "prompt", "directory_path", "dir_path",
 }
 
 // toolSummary is the one-line content of a tool call: "Bash: ls -la",

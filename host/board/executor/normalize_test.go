@@ -61,6 +61,12 @@ func expectSequence(t *testing.T, got []executor.Entry, wants []want) {
 	}
 }
 
+// allFormats are the formats NewNormalizer knows, and one it does not.
+var allFormats = []string{
+	executor.FormatClaudeStreamJSON, executor.FormatCodexJSON, executor.FormatGeminiStreamJSON,
+	executor.FormatOpenCodeJSON, executor.FormatLines, "unknown",
+}
+
 var entryTypes = map[string]bool{
 	executor.EntryUserMessage: true, executor.EntryAssistantMessage: true, executor.EntryToolUse: true,
 	executor.EntryThinking: true, executor.EntrySystemMessage: true, executor.EntryErrorMessage: true,
@@ -90,6 +96,23 @@ func checkEntries(t testing.TB, entries []executor.Entry) {
 		} else if len(b) > 2*executor.MaxContentBytes+64<<10 {
 			t.Errorf("entry marshals to %d bytes", len(b))
 		}
+		for k := range e.Metadata {
+			if strings.ContainsRune(k, 0) {
+				t.Errorf("internal metadata key %q leaked", k)
+			}
+		}
+		if level, ok := e.Metadata["level"]; ok && level == "warning" && e.EntryType != executor.EntrySystemMessage {
+			t.Errorf("a %s entry marked as a warning", e.EntryType)
+		}
+	}
+}
+
+// checkReason holds a FailureReason to what the board relies on: one
+// trimmed line of bounded valid UTF-8.
+func checkReason(t testing.TB, r string) {
+	t.Helper()
+	if len(r) > 300 || !utf8.ValidString(r) || strings.ContainsAny(r, "\r\n") || r != strings.TrimSpace(r) {
+		t.Errorf("FailureReason %q is not one trimmed line of at most 300 bytes", r)
 	}
 }
 
@@ -135,7 +158,8 @@ func TestClaudeErrorResult(t *testing.T) {
 	got, n := run(t, executor.FormatClaudeStreamJSON, "claude_error.jsonl")
 	expectSequence(t, got, []want{
 		{executor.EntrySystemMessage, "Session started"},
-		{executor.EntryErrorMessage, "error_max_turns: Reached maximum number of turns (40)"},
+		// The subtype stays in the metadata; the content is the CLI's words.
+		{executor.EntryErrorMessage, "Reached maximum number of turns (40)"},
 	})
 	if id := n.AgentSessionID(); id != "1d1e46f9-35c7-4834-b529-846d5bb82288" {
 		t.Errorf("AgentSessionID = %q", id)
@@ -145,6 +169,9 @@ func TestClaudeErrorResult(t *testing.T) {
 	}
 	if len(got) == 2 && (got[1].Metadata["num_turns"] != 41 || got[1].Metadata["subtype"] != "error_max_turns") {
 		t.Errorf("error metadata = %v", got[1].Metadata)
+	}
+	if r := n.FailureReason(); r != "Reached maximum number of turns (40)" {
+		t.Errorf("FailureReason = %q", r)
 	}
 }
 
@@ -275,9 +302,10 @@ func TestCursorToolCalls(t *testing.T) {
 	}
 }
 
-// Lines that are not events, and anything on stderr, are kept as written.
+// Lines that are not events are kept as written: stdout as system
+// messages, stderr classified the same way by every normaliser.
 func TestRawLines(t *testing.T) {
-	for _, format := range []string{executor.FormatClaudeStreamJSON, executor.FormatCodexJSON, executor.FormatLines, "unknown"} {
+	for _, format := range allFormats {
 		t.Run(format, func(t *testing.T) {
 			n := executor.NewNormalizer(format)
 			var got []executor.Entry
@@ -286,22 +314,31 @@ func TestRawLines(t *testing.T) {
 			feed("stdout", "")
 			feed("stdout", "   ")
 			feed("stdout", "\x1b[31mred\x1b[0m text")
+			feed("stderr", "disk full")
 			feed("stderr", "warning: low disk")
+			feed("stderr", "    at main (file:///agent.js:1:2)")
 			feed("stdout", `{"type":"assistant","message":`) // cut short
 			checkEntries(t, got)
 			expectSequence(t, got, []want{
 				{executor.EntrySystemMessage, "Welcome to the agent!"},
 				{executor.EntrySystemMessage, "red text"},
-				{executor.EntryErrorMessage, "warning: low disk"},
+				{executor.EntryErrorMessage, "disk full"},
+				{executor.EntrySystemMessage, "warning: low disk"},
 				{executor.EntrySystemMessage, `{"type":"assistant","message":`},
 			})
-			if len(got) == 4 {
+			if len(got) == 5 {
 				if got[0].Content != "Welcome to the agent!" {
 					t.Errorf("CR kept: %q", got[0].Content)
 				}
 				if got[0].Metadata["stream"] != "stdout" || got[2].Metadata["stream"] != "stderr" {
 					t.Errorf("stream metadata: %v, %v", got[0].Metadata, got[2].Metadata)
 				}
+				if executor.IsWarning(got[2]) || !executor.IsWarning(got[3]) || executor.IsWarning(got[0]) {
+					t.Errorf("warnings: %v %v %v", got[0].Metadata, got[2].Metadata, got[3].Metadata)
+				}
+			}
+			if r := n.FailureReason(); r != "disk full" {
+				t.Errorf("FailureReason = %q, want the error over the later warning", r)
 			}
 		})
 	}
@@ -397,9 +434,18 @@ func TestMalformedEvents(t *testing.T) {
 		`{"type":"item.completed","item":{"type":"file_change","changes":[{"path":1}]}}`,
 		`{"type":"item.completed","item":{"type":"file_change","changes":[{"path":"a","kind":{"type":"update","move_path":null}}]}}`,
 		`{"type":"turn.failed"}`, `{"type":"turn.completed","usage":{"input_tokens":1.5}}`,
+		`{"type":"init","session_id":5}`, `{"type":"message","role":"assistant","delta":true,"content":7}`,
+		`{"type":"message","role":"assistant","delta":true,"content":" "}`, `{"type":"message","role":"x","content":"y"}`,
+		`{"type":"tool_result","tool_id":"nope","status":"error","error":"str"}`, `{"type":"tool_use","parameters":[1]}`,
+		`{"type":"result","status":"error","error":{}}`, `{"type":"result","stats":{"tool_calls":"x"}}`, `{"type":"result","status":"odd"}`,
+		`{"type":"error","severity":"warning"}`, `{"type":"error","error":{"name":"X","data":{"message":5}}}`, `{"type":"error","error":"plain"}`,
+		`{"type":"error","error":[1]}`, `{"type":"text","part":null}`, `{"type":"text","part":{"text":7}}`, `{"type":"step_finish","part":{"tokens":null,"cost":"x"}}`,
+		`{"type":"tool_use","part":{"state":{"status":"error","error":{"a":1}}}}`, `{"type":"tool_use","part":{"tool":"t","state":{"status":"weird"}}}`,
+		`{"type":"system","subtype":"api_retry","attempt":"x"}`, `{"type":"assistant","error":7,"message":{"content":"x"}}`,
+		"timestamp=1 level=ERROR message=\"unterminated", "level=WARN msg=", "2026-11-24T02:01:16.433420Z ERROR a::b:",
 		"\xff\xfe{\"type\":\"x\"}", "{\"type\":\"assistant\",\"message\":{\"content\":\"\xff\"}}",
 	}
-	for _, format := range []string{executor.FormatClaudeStreamJSON, executor.FormatCodexJSON, executor.FormatLines} {
+	for _, format := range allFormats {
 		n := executor.NewNormalizer(format)
 		var got []executor.Entry
 		for _, l := range odd {
@@ -410,6 +456,7 @@ func TestMalformedEvents(t *testing.T) {
 		got = append(got, n.Finish(now)...)
 		checkEntries(t, got)
 		_, _ = n.AgentSessionID(), n.Summary()
+		checkReason(t, n.FailureReason())
 	}
 }
 
@@ -417,7 +464,9 @@ func TestMalformedEvents(t *testing.T) {
 // both straight in.
 func TestConcurrentFeeding(t *testing.T) {
 	lines := fixtureLines(t, "claude_stream.jsonl")
-	for _, format := range []string{executor.FormatClaudeStreamJSON, executor.FormatCodexJSON, executor.FormatLines} {
+	lines = append(lines, fixtureLines(t, "gemini_stream.jsonl")...)
+	lines = append(lines, fixtureLines(t, "opencode_stream.jsonl")...)
+	for _, format := range allFormats {
 		n := executor.NewNormalizer(format)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -430,7 +479,7 @@ func TestConcurrentFeeding(t *testing.T) {
 						mu.Lock()
 						total += len(e)
 						mu.Unlock()
-						_ = n.Summary()
+						_, _ = n.Summary(), n.FailureReason()
 					}
 				}
 			})
@@ -451,6 +500,10 @@ func TestClaudeEventVariants(t *testing.T) {
 			[]want{{executor.EntryErrorMessage, "Claude AI usage limit reached|1760000000"}}},
 		{"error without text", `{"type":"result","subtype":"error_during_execution","is_error":true,"result":""}`,
 			[]want{{executor.EntryErrorMessage, "error_during_execution"}}},
+		{"Qwen Code's error object", `{"type":"result","subtype":"error_during_execution","is_error":true,"error":{"message":"No auth type is selected."}}`,
+			[]want{{executor.EntryErrorMessage, "No auth type is selected."}}},
+		{"errors list", `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["No conversation found with session ID: x"]}`,
+			[]want{{executor.EntryErrorMessage, "No conversation found with session ID: x"}}},
 		{"message of no known shape", `{"type":"assistant","message":"str"}`,
 			[]want{{executor.EntrySystemMessage, `{"type":"assistant","message":"str"}`}}},
 		{"partial deltas are dropped", `{"type":"stream_event","event":{"type":"content_block_delta"}}`, nil},

@@ -1,9 +1,12 @@
 package executor
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Output formats a profile may declare; each names the normaliser that reads
@@ -11,10 +14,16 @@ import (
 const (
 	// FormatClaudeStreamJSON is Claude Code's `--output-format stream-json
 	// --verbose` event stream. Amp, Qwen Code and Cursor Agent emit the same
-	// envelope, so they share it.
+	// envelope, so they share it. Each format names its own normaliser.
 	FormatClaudeStreamJSON = "claude-stream-json"
 	// FormatCodexJSON is the JSONL event stream of `codex exec --json`.
 	FormatCodexJSON = "codex-json"
+	// FormatGeminiStreamJSON is Gemini CLI's `--output-format stream-json`
+	// (init, message, tool_use, tool_result, error, result events).
+	FormatGeminiStreamJSON = "gemini-stream-json"
+	// FormatOpenCodeJSON is the JSON event stream of `opencode run --format
+	// json` (step_start, text, tool_use, step_finish, error events).
+	FormatOpenCodeJSON = "opencode-json"
 	// FormatLines records each output line as it is; the fallback for
 	// agents whose stream has no normaliser of its own.
 	FormatLines = "lines"
@@ -42,7 +51,26 @@ type Profile struct {
 	DefaultVariant string             `json:"default_variant"`
 	Variants       map[string]Variant `json:"variants"` // keys like DEFAULT, PLAN, APPROVALS
 	SupportsMCP    bool               `json:"supports_mcp"`
-	OutputFormat   string             `json:"output_format"` // FormatClaudeStreamJSON, FormatCodexJSON or FormatLines
+	OutputFormat   string             `json:"output_format"` // one of the Format* constants
+	// Env is set in the agent's environment on top of what the host passes
+	// on (a CLI's switch for unattended use, a notice to silence). The
+	// operator's own --agent-env entries win over it.
+	Env map[string]string `json:"env,omitempty"`
+	// VerifiedWith names the CLI release this profile's flags, resume line
+	// and output format were checked against ("@google/gemini-cli 0.61.0").
+	VerifiedWith string `json:"verified_with,omitempty"`
+	// InactivityTimeout ends a run as failed when the agent makes no
+	// progress for this long: no output but warnings and retry notices.
+	// Zero means the board's default.
+	InactivityTimeout Duration `json:"inactivity_timeout,omitempty"`
+	// RunTimeout ends a run as failed once it has run this long. Zero means
+	// the board's default.
+	RunTimeout Duration `json:"run_timeout,omitempty"`
+	// ResumeMissing lists texts the CLI prints when the agent session a
+	// follow-up resumes does not exist (it never saved a turn). A resumed
+	// run that fails with one of them is run again fresh, with the
+	// conversation so far as its prompt.
+	ResumeMissing []string `json:"resume_missing,omitempty"`
 	// Available is computed by the Registry from a PATH lookup of Binary
 	// each time a profile is handed out; a value read from a file is ignored.
 	Available bool `json:"available"`
@@ -58,6 +86,36 @@ type Variant struct {
 	// fresh with Argv.
 	Resume []string `json:"resume,omitempty"`
 	Stdin  string   `json:"stdin,omitempty"`
+	// RootRequiresEnv names a variable that must be set in the agent's
+	// environment for this variant to run as root: the CLI refuses to run
+	// it as root otherwise (Claude Code's --dangerously-skip-permissions
+	// and IS_SANDBOX). The board refuses such a start at once, naming the
+	// setting, instead of letting the CLI fail with its bare refusal.
+	RootRequiresEnv string `json:"root_requires_env,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("90s", "10m", "2h").
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string; a bare number is refused, since
+// nobody can tell whether it meant seconds or nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"90s\" or \"10m\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: write it like \"90s\", \"10m\" or \"2h\"", s)
+	}
+	*d = Duration(v)
+	return nil
 }
 
 // NormalizeName turns a user-typed executor or variant name into its id:
@@ -119,8 +177,11 @@ func (p Profile) Command(variant Variant, prompt, agentSessionID string) (argv [
 func (p Profile) clone() Profile {
 	vs := make(map[string]Variant, len(p.Variants))
 	for k, v := range p.Variants {
-		vs[k] = Variant{Argv: slices.Clone(v.Argv), Resume: slices.Clone(v.Resume), Stdin: v.Stdin}
+		v.Argv, v.Resume = slices.Clone(v.Argv), slices.Clone(v.Resume)
+		vs[k] = v
 	}
 	p.Variants = vs
+	p.Env = maps.Clone(p.Env)
+	p.ResumeMissing = slices.Clone(p.ResumeMissing)
 	return p
 }

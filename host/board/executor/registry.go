@@ -48,8 +48,9 @@ type userFile struct {
 }
 
 var (
-	idPattern     = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	outputFormats = []string{FormatClaudeStreamJSON, FormatCodexJSON, FormatLines}
+	idPattern      = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	outputFormats  = []string{FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiStreamJSON, FormatOpenCodeJSON, FormatLines}
 )
 
 // Load builds a registry from the built-in profiles and then the user file
@@ -139,6 +140,28 @@ func normalizeProfile(file string, p Profile, where string) (Profile, []error) {
 		bad("output_format", "unknown format %q (valid: %s)", p.OutputFormat, strings.Join(outputFormats, ", "))
 	}
 
+	for _, k := range sortedKeys(p.Env) {
+		if !envNamePattern.MatchString(k) {
+			bad("env."+k, "%q is not an environment variable name (letters, digits, '_')", k)
+		} else if strings.HasPrefix(k, "PLUGBOARD_") {
+			bad("env."+k, "PLUGBOARD_* variables are the board's own; a profile cannot set them")
+		}
+		if strings.ContainsRune(p.Env[k], 0) {
+			bad("env."+k, "the value contains a NUL byte")
+		}
+	}
+	if p.InactivityTimeout < 0 {
+		bad("inactivity_timeout", "is negative; give a duration such as \"10m\", or leave it out for the board's default")
+	}
+	if p.RunTimeout < 0 {
+		bad("run_timeout", "is negative; give a duration such as \"2h\", or leave it out for the board's default")
+	}
+	for i, m := range p.ResumeMissing {
+		if strings.TrimSpace(m) == "" {
+			bad(fmt.Sprintf("resume_missing[%d]", i), "is empty; it would match every failed follow-up")
+		}
+	}
+
 	if len(p.Variants) == 0 {
 		bad("variants", "none defined; a profile needs at least one")
 	}
@@ -157,6 +180,9 @@ func normalizeProfile(file string, p Profile, where string) (Profile, []error) {
 		}
 		checkArgv(bad, field+".argv", v.Argv, v.Stdin, false)
 		checkArgv(bad, field+".resume", v.Resume, v.Stdin, true)
+		if v.RootRequiresEnv != "" && !envNamePattern.MatchString(v.RootRequiresEnv) {
+			bad(field+".root_requires_env", "%q is not an environment variable name", v.RootRequiresEnv)
+		}
 		if v.Stdin != "" && v.Stdin != StdinPrompt {
 			bad(field+".stdin", "unknown value %q (valid: %q, or empty)", v.Stdin, StdinPrompt)
 		}

@@ -98,14 +98,17 @@ func TestBuiltinCommandLines(t *testing.T) {
 		{"claude-code", "", "", []string{"claude", "-p", "--output-format=stream-json", "--verbose", "--dangerously-skip-permissions"}, prompt},
 		{"claude-code", "", "s1", []string{"claude", "-p", "--output-format=stream-json", "--verbose", "--dangerously-skip-permissions", "--resume=s1"}, prompt},
 		{"CLAUDE_CODE", "plan", "", []string{"claude", "-p", "--output-format=stream-json", "--verbose", "--permission-mode=plan"}, prompt},
-		{"CLAUDE_CODE", "approvals", "", []string{"claude", "-p", "--output-format=stream-json", "--verbose", "--permission-mode=default"}, prompt},
+		{"CLAUDE_CODE", "approvals", "", []string{"claude", "-p", "--output-format=stream-json", "--verbose", "--permission-mode=manual"}, prompt},
 		{"codex", "", "", []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"}, prompt},
 		{"codex", "", "t1", []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "resume", "t1", "-"}, prompt},
 		{"codex", "plan", "", []string{"codex", "exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "-"}, prompt},
-		{"gemini", "", "g1", []string{"gemini", "--output-format", "stream-json", "--approval-mode", "yolo", "--resume", "g1"}, prompt},
+		{"gemini", "", "", []string{"gemini", "--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo"}, prompt},
+		{"gemini", "", "g1", []string{"gemini", "--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo", "--resume", "g1"}, prompt},
 		{"amp", "", "", []string{"amp", "--execute", "--stream-json", "--dangerously-allow-all"}, prompt},
 		{"amp", "", "T-1", []string{"amp", "threads", "continue", "T-1", "--execute", "--stream-json", "--dangerously-allow-all"}, prompt},
-		{"opencode", "", "ses_1", []string{"opencode", "run", "--format", "json", "--session", "ses_1"}, prompt},
+		{"opencode", "", "", []string{"opencode", "run", "--format", "json", "--print-logs", "--log-level", "WARN", "--auto"}, prompt},
+		{"opencode", "", "ses_1", []string{"opencode", "run", "--format", "json", "--print-logs", "--log-level", "WARN", "--auto", "--session", "ses_1"}, prompt},
+		{"opencode", "plan", "", []string{"opencode", "run", "--format", "json", "--print-logs", "--log-level", "WARN", "--agent", "plan"}, prompt},
 		{"cursor-agent", "", "c1", []string{"cursor-agent", "-p", "--output-format=stream-json", "--force", "--resume=c1"}, prompt},
 		{"qwen-code", "plan", "", []string{"qwen", "--output-format", "stream-json", "--approval-mode", "plan"}, prompt},
 		{"copilot", "", "", []string{"copilot", "--prompt=" + prompt, "--allow-all-tools", "--no-color"}, ""},
@@ -232,6 +235,27 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown field",
 			`{"executors":[{"executor":"A","varients":{},` + valid + `}]}`,
 			[]string{"varients"}},
+		{"bad env name",
+			`{"executors":[{"executor":"A","env":{"NO WAY":"1"},` + valid + `}]}`,
+			[]string{"executor A", "env.NO WAY"}},
+		{"env sets a board variable",
+			`{"executors":[{"executor":"A","env":{"PLUGBOARD_DATA":"/x"},` + valid + `}]}`,
+			[]string{"executor A", "env.PLUGBOARD_DATA", "board's own"}},
+		{"negative timeout",
+			`{"executors":[{"executor":"A","inactivity_timeout":"-1s",` + valid + `}]}`,
+			[]string{"executor A", "inactivity_timeout", "negative"}},
+		{"timeout as a number",
+			`{"executors":[{"executor":"A","run_timeout":600,` + valid + `}]}`,
+			[]string{"duration is a string"}},
+		{"timeout misspelt",
+			`{"executors":[{"executor":"A","run_timeout":"10 minutes",` + valid + `}]}`,
+			[]string{`"10 minutes"`}},
+		{"empty resume_missing text",
+			`{"executors":[{"executor":"A","resume_missing":[" "],` + valid + `}]}`,
+			[]string{"executor A", "resume_missing[0]", "every failed follow-up"}},
+		{"bad root_requires_env",
+			`{"executors":[{"executor":"A","binary":"x","output_format":"lines","variants":{"DEFAULT":{"argv":["x","{prompt}"],"root_requires_env":"A=B"}}}]}`,
+			[]string{"executor A", "variants.DEFAULT.root_requires_env"}},
 		{"malformed JSON", `{"executors":[`, []string{"executors.json"}},
 		{"trailing data", `{"executors":[]} {}`, []string{"after the top-level object"}},
 		{"several problems at once",
@@ -384,5 +408,21 @@ func TestProfilesAreCopies(t *testing.T) {
 	again, _ := r.Get("CODEX")
 	if again.Variants["DEFAULT"].Argv[0] != "codex" || len(again.Variants) != 2 {
 		t.Errorf("registry changed through a returned profile: %+v", again.Variants)
+	}
+}
+
+// The profiles checked against their real CLI (conformance/agents) say
+// which release, and how that CLI reports a session it cannot resume.
+func TestVerifiedProfiles(t *testing.T) {
+	r := mustLoad(t, "")
+	for _, id := range []string{"CLAUDE_CODE", "CODEX", "GEMINI", "OPENCODE", "QWEN_CODE"} {
+		p, _ := r.Get(id)
+		if p.VerifiedWith == "" || len(p.ResumeMissing) == 0 {
+			t.Errorf("%s: verified_with %q, resume_missing %q", id, p.VerifiedWith, p.ResumeMissing)
+		}
+	}
+	p, _ := r.Get("CLAUDE_CODE")
+	if p.Variants["DEFAULT"].RootRequiresEnv != "IS_SANDBOX" {
+		t.Errorf("CLAUDE_CODE DEFAULT does not say the CLI refuses root without IS_SANDBOX")
 	}
 }
