@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"regexp"
 	"strings"
 	"time"
 )
@@ -33,6 +34,10 @@ func warningEntry(now time.Time, content string, meta map[string]any) Entry {
 	meta[metaLevel] = levelWarning
 	return newEntry(now, EntrySystemMessage, content, meta)
 }
+
+// standingNotice matches the notices a CLI prints on every run, whatever
+// happens next: they never explain a failure, so FailureReason skips them.
+var standingNotice = regexp.MustCompile(`(?i)yolo mode is enabled|approval mode overridden|ripgrep\b.*\bnot available|256-color|falling back to (grep|(the )?built-in)`)
 
 // maxReasonBytes caps FailureReason.
 const maxReasonBytes = 300
@@ -70,7 +75,7 @@ func (f *failureNotes) note(entries []Entry) {
 			if r := reasonText(e.Content); r != "" {
 				f.err, f.retrying = r, ""
 			}
-		case IsWarning(e):
+		case IsWarning(e) && !standingNotice.MatchString(cutUTF8(e.Content, classifyBytes)):
 			if r := reasonText(e.Content); r != "" {
 				f.warn = r
 				if retryNotice.MatchString(cutUTF8(e.Content, classifyBytes)) {
