@@ -2,10 +2,11 @@
 #
 #   make build   bin/plugboard and one dist/plugins/NAME.wasm per folder of plugins/
 #   make demo    build, inspect a plugin, then watch an agent drive the task tools over MCP
-#   make test    build, go test ./..., go vet ./...   (PKGS=... to narrow; the client
+#   make test    build, go test ./..., go vet ./..., also in the abi and sdk-guest
+#                modules (PKGS=... to narrow, MODS= to skip those; the client
 #                matrix in conformance/clients and the agent CLI test in
 #                conformance/agents install their pinned npm packages with npm)
-#   make lint    gofmt, go vet (native and wasip1), staticcheck
+#   make lint    gofmt, go vet (native and wasip1), staticcheck, in every module
 #   make bench   benchmarks in bench/ and host/board/..., output also in dist/bench.txt
 #   make clean   remove bin/ and dist/
 #
@@ -22,6 +23,10 @@ BENCHTIME ?= 1s
 BENCHCOUNT ?= 1
 TESTFLAGS ?=
 PKGS      ?= ./...
+# abi and sdk-guest are Go modules of their own, so that a plugin's module
+# needs nothing of the host; the root module requires them through replace
+# lines. ./... at the root does not reach them: test and lint run in each.
+MODS      ?= abi sdk-guest
 
 # `plugboard plugin build` runs the go command found on PATH: make it $(GO)'s.
 export PATH := $(GOROOT_BIN):$(PATH)
@@ -38,12 +43,14 @@ WASM    := $(PLUGINS:%=dist/plugins/%.wasm)
 # gosrc lists the non-test .go files under the given directories.
 gosrc = $(shell find $(1) -name '*.go' ! -name '*_test.go' 2>/dev/null)
 
-HOST_SRC  := $(filter-out build/buildtest/%,$(call gosrc,cmd host abi build)) go.mod go.sum
-GUEST_SRC := $(call gosrc,sdk-guest abi) go.mod go.sum
+HOST_SRC  := $(filter-out build/buildtest/%,$(call gosrc,cmd host abi build conformance)) go.mod go.sum abi/go.mod
+GUEST_SRC := $(call gosrc,sdk-guest abi) go.mod go.sum abi/go.mod sdk-guest/go.mod sdk-guest/go.sum
 
-# Guest packages, also checked for wasip1, where their ABI glue compiles.
-# ./... never matches testdata, so the test plugins are named explicitly.
-GUEST_PKGS := ./sdk-guest/... ./plugins/... ./testdata/plugins/... ./conformance/mcpfixture/...
+# Guest packages of the root module, also checked for wasip1, where their ABI
+# glue compiles. ./... never matches testdata, so the test plugins are named
+# explicitly. GUEST_MODS are the modules checked for wasip1 as a whole.
+GUEST_PKGS := ./plugins/... ./testdata/plugins/... ./conformance/mcpfixture/...
+GUEST_MODS := $(filter abi sdk-guest,$(MODS))
 
 # staticcheck is built natively once per version: `go run` would build it for
 # wasip1 when GOOS=wasip1 is set for the guest pass.
@@ -69,6 +76,10 @@ dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $
 test: build
 	$(GO) test -timeout 20m $(TESTFLAGS) $(PKGS)
 	$(GO) vet $(PKGS)
+	@for m in $(MODS); do \
+		echo "cd $$m && $(GO) test -timeout 20m $(TESTFLAGS) ./... && $(GO) vet ./..."; \
+		(cd $$m && $(GO) test -timeout 20m $(TESTFLAGS) ./... && $(GO) vet ./...); \
+	done
 
 bench:
 	@mkdir -p dist
@@ -97,6 +108,14 @@ lint: $(STATICCHECK)
 	@# U1000 is off for wasip1: staticcheck does not see //go:wasmexport
 	@# functions as used, and the native pass already reports unused code.
 	GOOS=wasip1 GOARCH=wasm $(STATICCHECK) -checks inherit,-U1000 $(GUEST_PKGS)
+	@for m in $(MODS); do \
+		echo "cd $$m && $(GO) vet ./... && staticcheck ./..."; \
+		(cd $$m && $(GO) vet ./... && $(CURDIR)/$(STATICCHECK) ./...); \
+	done
+	@for m in $(GUEST_MODS); do \
+		echo "cd $$m && GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm staticcheck -checks inherit,-U1000 ./..."; \
+		(cd $$m && GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(CURDIR)/$(STATICCHECK) -checks inherit,-U1000 ./...); \
+	done
 
 $(STATICCHECK):
 	@mkdir -p $(@D)

@@ -3,10 +3,11 @@ module github.com/plugboard/plugboard
 go 1.26.8
 
 require (
-	github.com/extism/go-pdk v1.1.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/plugboard/plugboard/abi v0.0.0-00010101000000-000000000000
+	github.com/plugboard/plugboard/sdk-guest v0.0.0-00010101000000-000000000000
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/yosida95/uritemplate/v3 v3.0.2
 	modernc.org/sqlite v1.61.1
@@ -15,6 +16,7 @@ require (
 require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
+	github.com/extism/go-pdk v1.1.3 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/ianlancetaylor/demangle v0.0.0-20240805132620-81f5be970eca // indirect
@@ -33,4 +35,11 @@ require (
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
+)
+
+// abi and sdk-guest are modules of their own, so a plugin's module needs
+// nothing of the host; this repository builds against the copies beside it.
+replace (
+	github.com/plugboard/plugboard/abi => ./abi
+	github.com/plugboard/plugboard/sdk-guest => ./sdk-guest
 )

@@ -8,7 +8,7 @@ import (
 
 func TestCodeRegistry(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range Codes {
+	for _, c := range Codes() {
 		if seen[c.Code] {
 			t.Errorf("code %s registered twice", c.Code)
 		}
@@ -91,5 +91,52 @@ func TestToolAliases(t *testing.T) {
 	m.Tools[1].Aliases = []string{"mcp__mail__read"}
 	if err := m.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The registries are handed out as copies: a caller that changes what it
+// got changes neither the next copy nor Lookup.
+func TestRegistriesAreCopies(t *testing.T) {
+	c := Codes()
+	c[0].Retryable = !c[0].Retryable
+	c[0].Code = "changed"
+	if Codes()[0].Code == "changed" {
+		t.Error("Codes() shares its backing array")
+	}
+	if info, ok := Lookup(CodeInvalidArgument); !ok || info.Retryable {
+		t.Errorf("Lookup(%s) = %+v, %v after changing a copy", CodeInvalidArgument, info, ok)
+	}
+	ops := BoardOps()
+	ops[OpListTasks] = CapMail
+	delete(ops, OpCreateTask)
+	if capability, ok := BoardOpCapability(OpListTasks); !ok || capability != CapBoardRead {
+		t.Errorf("BoardOpCapability(%s) = %q, %v after changing a copy", OpListTasks, capability, ok)
+	}
+	if _, ok := BoardOps()[OpCreateTask]; !ok {
+		t.Error("BoardOps() shares its map")
+	}
+	for op, capability := range BoardOps() {
+		if got, ok := BoardOpCapability(op); !ok || got != capability {
+			t.Errorf("BoardOpCapability(%s) = %q, %v; BoardOps says %q", op, got, ok, capability)
+		}
+	}
+	if _, ok := BoardOpCapability("made_up"); ok {
+		t.Error("BoardOpCapability accepted an unknown operation")
+	}
+	h := HostFunctions()
+	h[0].Capability = "changed"
+	if HostFunctions()[0].Capability == "changed" {
+		t.Error("HostFunctions() shares its backing array")
+	}
+	for _, list := range []func() []string{Methods, Conditions, LogLevels} {
+		l := list()
+		l[0] = "changed"
+		if list()[0] == "changed" {
+			t.Error("a registry of names shares its backing array")
+		}
+	}
+	m := Manifest{Plugin: PluginInfo{Name: "p", Version: "1"}, Tools: []Tool{{Name: "t", Description: "Use when: testing.", InputSchema: json.RawMessage(`{"type":"object"}`), When: WhenAttemptContext}}}
+	if err := m.Validate(); err != nil {
+		t.Errorf("a tool with when %q: %v", WhenAttemptContext, err)
 	}
 }

@@ -1,5 +1,7 @@
 package abi
 
+import "maps"
+
 // Capabilities a plugin may declare in Manifest.Capabilities. The operator
 // grants them per plugin; first-party plugins get what they declare.
 const (
@@ -71,8 +73,18 @@ const (
 	OpLogDecision    = "log_decision"
 )
 
-// BoardOps maps every board operation to the capability it requires.
-var BoardOps = map[string]string{
+// BoardOps returns a map of every board operation to the capability it
+// requires. It is a copy: changing it changes nothing of the ABI.
+func BoardOps() map[string]string { return maps.Clone(boardOps) }
+
+// BoardOpCapability returns the capability a board operation requires, and
+// whether op is a board operation at all (BoardOps without the copy).
+func BoardOpCapability(op string) (capability string, ok bool) {
+	capability, ok = boardOps[op]
+	return capability, ok
+}
+
+var boardOps = map[string]string{
 	OpListProjects:       CapBoardRead,
 	OpListRepos:          CapBoardRead,
 	OpListExecutors:      CapBoardRead,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // CallRequest is the input of the call export. Method is absent for
@@ -37,8 +38,10 @@ const (
 	MethodCompletionComplete = "completion/complete"
 )
 
-// Methods lists every method a plugin may be asked to serve.
-var Methods = []string{MethodToolsCall, MethodResourcesRead, MethodPromptsGet, MethodCompletionComplete}
+// Methods returns every method a plugin may be asked to serve, as a copy.
+func Methods() []string { return slices.Clone(methods) }
+
+var methods = []string{MethodToolsCall, MethodResourcesRead, MethodPromptsGet, MethodCompletionComplete}
 
 // CallParams is the union of the MCP params of the methods a plugin serves:
 // tools/call and prompts/get use Name and Arguments, resources/read uses URI,

@@ -2,9 +2,12 @@
 // guests. It owns the export names, the host-function modules and their
 // signatures, the JSON shapes that cross the boundary (manifest, call request,
 // call result, error envelope), the custom-section name of the embedded
-// manifest, the registry of error codes and the ABI version. It has no
-// dependencies outside the standard library and is imported by the host, the
-// guest SDK and the conformance kit alike; it must never import either side.
+// manifest, the registry of error codes and the ABI version. It is a Go
+// module of its own (github.com/plugboard/plugboard/abi) with no dependencies
+// outside the standard library, imported by the host, the guest SDK and the
+// conformance kit alike; it must never import either side. Its registries are
+// handed out as copies (Codes, HostFunctions, BoardOps, ...): no importer can
+// change what Lookup and the host read.
 //
 // # Exports
 //

@@ -1,6 +1,9 @@
 package abi
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Envelope is the one shape of every failure an agent can see.
 type Envelope struct {
@@ -75,8 +78,11 @@ const (
 	CodeInternal            = "internal"
 )
 
-// Codes is the registry of every error code, in a stable order.
-var Codes = []CodeInfo{
+// Codes returns the registry of every error code, in a stable order. It is
+// a copy: changing it changes neither the registry nor Lookup.
+func Codes() []CodeInfo { return slices.Clone(codes) }
+
+var codes = []CodeInfo{
 	{CodeInvalidArgument, false, "spec", "an argument has the wrong type, format or value, or an unknown field was sent; details.field names it"},
 	{CodeMissingRequired, false, "spec", "a required argument is absent; details.field names it"},
 	{CodeNotFound, false, "spec", "the identified object does not exist"},
@@ -101,8 +107,8 @@ var Codes = []CodeInfo{
 }
 
 var codeIndex = func() map[string]CodeInfo {
-	m := make(map[string]CodeInfo, len(Codes))
-	for _, c := range Codes {
+	m := make(map[string]CodeInfo, len(codes))
+	for _, c := range codes {
 		m[c.Code] = c
 	}
 	return m

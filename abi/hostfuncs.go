@@ -1,6 +1,9 @@
 package abi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Host functions in HostModule, each (i64 request offset) -> (i64 response
 // offset). The host also provides "yield" in this module, which only its
@@ -22,10 +25,12 @@ type HostFunction struct {
 	Doc        string
 }
 
-// HostFunctions lists every function of HostModule with the capability that
-// gates it. FuncBoard is gated per operation instead (see BoardOps): one
-// function serves several capabilities.
-var HostFunctions = []HostFunction{
+// HostFunctions returns every function of HostModule with the capability
+// that gates it, as a copy. FuncBoard is gated per operation instead (see
+// BoardOps): one function serves several capabilities.
+func HostFunctions() []HostFunction { return slices.Clone(hostFunctions) }
+
+var hostFunctions = []HostFunction{
 	{FuncProgress, "", "report progress of the current call (ProgressRequest)"},
 	{FuncLog, "", "write a structured log line (LogRequest)"},
 	{FuncBoard, "", "call a task-board operation (BoardRequest); each operation needs the capability BoardOps names"},

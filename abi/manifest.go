@@ -1,6 +1,9 @@
 package abi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Manifest is what describe returns and what the custom section holds. It is
 // a superset of the Extism MCP plugin describe output ({"tools": [...]}).
@@ -79,8 +82,10 @@ const (
 	WhenAttemptContext = "attempt_context"
 )
 
-// Conditions lists every valid Tool.When value.
-var Conditions = []string{WhenAttemptContext}
+// Conditions returns every valid Tool.When value, as a copy.
+func Conditions() []string { return slices.Clone(conditions) }
+
+var conditions = []string{WhenAttemptContext}
 
 // Annotations are MCP tool annotations (hints to clients, not guarantees).
 type Annotations struct {

@@ -1,6 +1,9 @@
 package abi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // This file holds the ABI version 2 additions that let a plugin serve all of
 // MCP, not only tools: resources, resource templates, prompts and
@@ -139,8 +142,11 @@ const (
 	CapElicitation = "mcp.elicitation"
 )
 
-// Log levels of NotifyRequest.Level (MCP's LoggingLevel), least severe first.
-var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+// LogLevels returns the levels of NotifyRequest.Level (MCP's LoggingLevel),
+// least severe first, as a copy.
+func LogLevels() []string { return slices.Clone(logLevels) }
+
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // NotifyRequest is the payload of FuncNotify: an MCP log message.
 type NotifyRequest struct {

@@ -81,8 +81,8 @@ func (m *Manifest) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: rules[%d]: %w", where, j, err))
 			}
 		}
-		if t.When != "" && !slices.Contains(Conditions, t.When) {
-			errs = append(errs, fmt.Errorf("%s: when %q is not one of %v", where, t.When, Conditions))
+		if t.When != "" && !slices.Contains(conditions, t.When) {
+			errs = append(errs, fmt.Errorf("%s: when %q is not one of %v", where, t.When, conditions))
 		}
 	}
 	errs = append(errs, m.validateV2()...)

@@ -30,8 +30,11 @@ type Options struct {
 }
 
 // Plugin builds the Go main package in srcDir into out and returns the
-// embedded manifest. out is written atomically: a failed build leaves any
-// previous file untouched.
+// embedded manifest. srcDir builds in the module that holds it: a
+// first-party plugin in plugboard's, a plugin of its own in its own, which
+// requires github.com/plugboard/plugboard/sdk-guest (and replaces it and
+// .../abi with a checkout's until they are published). out is written
+// atomically: a failed build leaves any previous file untouched.
 func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifest, error) {
 	goBin := opts.GoBinary
 	if goBin == "" {
@@ -41,6 +44,12 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 		}
 	}
 	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	// The folder's name is the plugin's name when the manifest has none,
+	// also for srcDir ".".
+	absSrc, err := filepath.Abs(srcDir)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +71,7 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 	if err != nil {
 		return nil, err
 	}
-	m, manifestJSON, err := Describe(ctx, filepath.Base(srcDir), wasm, opts.DescribeTimeout)
+	m, manifestJSON, err := Describe(ctx, filepath.Base(absSrc), wasm, opts.DescribeTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func importFix(module string) string {
 	switch module {
 	case abi.HostModule:
 		var names []string
-		for _, f := range abi.HostFunctions {
+		for _, f := range abi.HostFunctions() {
 			names = append(names, f.Name)
 		}
 		return fmt.Sprintf("%s provides %s, each (i64) -> i64; update the SDK or fix the import", abi.HostModule, strings.Join(names, ", "))
@@ -146,8 +146,9 @@ func checkCapabilityUse(rec *recorder, m *module, man *abi.Manifest) {
 		}
 	}
 	var boardCaps []string
+	ops := abi.BoardOps()
 	for _, c := range man.Capabilities {
-		for _, needed := range abi.BoardOps {
+		for _, needed := range ops {
 			if needed == c && !slices.Contains(boardCaps, c) {
 				boardCaps = append(boardCaps, c)
 			}
@@ -161,7 +162,7 @@ func checkCapabilityUse(rec *recorder, m *module, man *abi.Manifest) {
 		rec.fail(CheckCapabilityUse, "", fmt.Sprintf("declares %s but never calls the board (no plugboard:host/v1.board import)", strings.Join(boardCaps, ", ")),
 			"declare only the capabilities the plugin uses: an operator grants what the manifest asks for")
 	}
-	for _, f := range abi.HostFunctions {
+	for _, f := range abi.HostFunctions() {
 		if f.Capability == "" {
 			continue
 		}

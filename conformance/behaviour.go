@@ -302,7 +302,10 @@ func writeSummary(b *strings.Builder, v any, depth int) {
 }
 
 // panicSite finds the source line a Go guest panicked at in its console
-// output: the first frame outside the Go runtime.
+// output: the first frame outside the Go runtime and the guest SDK. Built
+// with -trimpath, an SDK file reads sdk-guest/... in a checkout's root
+// module and sdk-guest@VERSION/... where the SDK is a required module (a
+// plugin's own module, or a first-party plugin since sdk-guest became one).
 func panicSite(console string) string {
 	for line := range strings.Lines(console) {
 		line = strings.TrimSpace(line)
@@ -310,7 +313,7 @@ func panicSite(console string) string {
 		if !ok || !strings.Contains(file, ".go:") {
 			continue
 		}
-		if strings.HasPrefix(file, "runtime/") || strings.Contains(file, "/src/runtime/") || strings.Contains(file, "/sdk-guest/") {
+		if strings.HasPrefix(file, "runtime/") || strings.Contains(file, "/src/runtime/") || strings.Contains(file, "/sdk-guest/") || strings.Contains(file, "/sdk-guest@") {
 			continue
 		}
 		return file

@@ -397,7 +397,7 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 		return
 	}
 	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: dir, Engine: k.eng,
-		DescribeTimeout: describeTimeout, Conditions: abi.Conditions})
+		DescribeTimeout: describeTimeout, Conditions: abi.Conditions()})
 	if err != nil {
 		skip("skipped: " + err.Error())
 		return

@@ -23,12 +23,12 @@ const templateFix = `write the description as five lines, in this order: "Use wh
 // operations and host functions need.
 func knownCapabilities() []string {
 	var out []string
-	for _, c := range abi.BoardOps {
+	for _, c := range abi.BoardOps() {
 		if !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
-	for _, f := range abi.HostFunctions {
+	for _, f := range abi.HostFunctions() {
 		if f.Capability != "" && !slices.Contains(out, f.Capability) {
 			out = append(out, f.Capability)
 		}

@@ -11,6 +11,10 @@
 // about the host beyond package abi, and it never recovers a panic: a
 // panicking handler crashes its instance, which the host discards.
 //
+// It is a Go module of its own, github.com/plugboard/plugboard/sdk-guest
+// (Go 1.24 or later), which requires only the abi module, go-pdk and
+// jsonschema-go: a plugin's module lists nothing of the host.
+//
 // A plugin registers its tools in init and has an empty main:
 //
 //	type EchoIn struct {

@@ -48,7 +48,8 @@ func feValue(s string, n int64, f float64, flag bool) feOut {
 		T: time.Unix(n%1e9, 0).UTC(), Raw: []byte(s), Named: fzMode(s), NoTag: int(n), Skip: 1, priv: 2,
 	}
 	if flag {
-		v.PS, v.PN, v.NZ = &s, &feNested{A: s, B: new(int(n))}, feNested{A: "z"}
+		b := int(n)
+		v.PS, v.PN, v.NZ = &s, &feNested{A: s, B: &b}, feNested{A: "z"}
 		v.LE = []string{s, s}
 	}
 	return v

@@ -76,7 +76,8 @@ func Plugins(tb testing.TB, srcs ...string) (dir string, wasm map[string]string)
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	root := Root(tb)
-	key, err := sourceHash(root, "cmd", "host", "abi", "build")
+	// conformance: `plugboard conformance` links the kit in.
+	key, err := sourceHash(root, "cmd", "host", "abi", "build", "conformance")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -125,8 +126,10 @@ func cachedPlugin(root, cache, src string) (string, error) {
 	return out, nil
 }
 
-// sourceHash hashes go.mod, go.sum and every .go file under the given
-// directories (relative to root).
+// sourceHash hashes the root go.mod and go.sum and every .go, go.mod and
+// go.sum file under the given directories (relative to root): abi and
+// sdk-guest are modules of their own, whose go.mod and go.sum choose what a
+// plugin links.
 func sourceHash(root string, dirs ...string) (string, error) {
 	var files []string
 	for _, d := range dirs {
@@ -134,7 +137,8 @@ func sourceHash(root string, dirs ...string) (string, error) {
 			if err != nil {
 				return err
 			}
-			if !e.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			name := e.Name()
+			if !e.IsDir() && (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") || name == "go.mod" || name == "go.sum") {
 				files = append(files, p)
 			}
 			return nil

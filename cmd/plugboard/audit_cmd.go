@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,24 +24,25 @@ import (
 // later, so one stamped earlier can appear after a later one.
 const auditLookback = 5 * time.Second
 
-func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "tail" {
-		if len(args) == 0 {
-			return usageError("audit needs a subcommand: tail")
+func auditTailCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	agent := fs.String("agent", "", "only calls by this agent id")
+	tool := fs.String("tool", "", "only calls of this tool")
+	limit := fs.Int("limit", 20, "print the last N entries (1-1000)")
+	follow := fs.Bool("follow", false, "keep printing calls as they finish, until Ctrl-C")
+	asJSON := fs.Bool("json", false, "print one JSON object per entry")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 0, 0); err != nil {
+			return err
 		}
-		return usageError("unknown audit subcommand %q (want tail)", args[0])
+		return auditTail(ctx, in, c, *agent, *tool, *limit, *follow, *asJSON)
 	}
-	c := newBoardCmd("audit tail", "audit tail [--agent ID] [--tool T] [--limit N] [--follow] [--json] [--data DIR]", stdout, stderr)
-	agent := c.fs.String("agent", "", "only calls by this agent id")
-	tool := c.fs.String("tool", "", "only calls of this tool")
-	limit := c.fs.Int("limit", 20, "print the last N entries (1-1000)")
-	follow := c.fs.Bool("follow", false, "keep printing calls as they finish, until Ctrl-C")
-	asJSON := c.fs.Bool("json", false, "print one JSON object per entry")
-	if err := c.parse(args[1:], 0, 0, "no arguments"); err != nil {
-		return err
-	}
-	if *limit < 1 || *limit > 1000 {
-		return usageError("--limit %d: want 1 to 1000", *limit)
+}
+
+func auditTail(ctx context.Context, in *invocation, c *boardCmd, agent, tool string, limit int, follow, asJSON bool) error {
+	stdout, stderr := in.stdout, in.stderr
+	if limit < 1 || limit > 1000 {
+		return usageError("--limit %d: want 1 to 1000", limit)
 	}
 	data, err := dataDir(c.data)
 	if err != nil {
@@ -56,8 +58,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer st.Close()
 
-	p := &auditPrinter{w: stdout, json: *asJSON}
-	rows, err := st.ListDecisions(ctx, store.DecisionFilter{AgentID: *agent, Tool: *tool, Limit: *limit})
+	p := &auditPrinter{w: stdout, json: asJSON}
+	rows, err := st.ListDecisions(ctx, store.DecisionFilter{AgentID: agent, Tool: tool, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -71,8 +73,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			cursor = max(cursor, *r.FinishedAt)
 		}
 	}
-	if !*follow {
-		if len(rows) == 0 && !*asJSON {
+	if !follow {
+		if len(rows) == 0 && !asJSON {
 			fmt.Fprintln(stderr, "no entries in the decision log yet")
 		}
 		return nil
@@ -87,7 +89,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if t, err := time.Parse(time.RFC3339Nano, cursor); err == nil {
 			since = store.FormatTime(t.Add(-auditLookback))
 		}
-		rows, err := st.ListDecisions(ctx, store.DecisionFilter{AgentID: *agent, Tool: *tool, Limit: 1000, FinishedAfter: since})
+		rows, err := st.ListDecisions(ctx, store.DecisionFilter{AgentID: agent, Tool: tool, Limit: 1000, FinishedAfter: since})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

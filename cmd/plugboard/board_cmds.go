@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/board/store"
 )
@@ -40,112 +41,44 @@ const followPoll = 200 * time.Millisecond
 // inprogress.
 const settleQuiet = time.Second
 
-// cmdBoard dispatches project, repo, task and attempt subcommands.
-func cmdBoard(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	type sub = func(context.Context, []string, io.Writer, io.Writer) error
-	table := map[string]map[string]sub{
-		"project": {"create": cmdProjectCreate, "list": cmdProjectList},
-		"repo":    {"add": cmdRepoAdd, "list": cmdRepoList},
-		"task":    {"create": cmdTaskCreate, "list": cmdTaskList},
-		"attempt": {"start": cmdAttemptStart, "list": cmdAttemptList, "status": cmdAttemptStatus,
-			"logs": cmdAttemptLogs, "stop": cmdAttemptStop, "executors": cmdAttemptExecutors},
-	}
-	subs := table[args[0]]
-	names := make([]string, 0, len(subs))
-	for _, n := range []string{"create", "add", "list", "start", "status", "logs", "stop", "executors"} {
-		if subs[n] != nil {
-			names = append(names, n)
-		}
-	}
-	if len(args) < 2 {
-		return usageError("%s needs a subcommand: %s", args[0], strings.Join(names, ", "))
-	}
-	f := subs[args[1]]
-	if f == nil {
-		return usageError("unknown %s subcommand %q (want %s)", args[0], args[1], strings.Join(names, ", "))
-	}
-	return f(ctx, args[2:], stdout, stderr)
-}
-
-// boardCmd is what every board command shares: its flag set, --data,
-// --log-level and the board flags, and where it writes.
+// boardCmd is what every board command shares: --data, --log-level and
+// the board flags (the "board flags" group).
 type boardCmd struct {
-	name     string // "task create"
-	fs       *flag.FlagSet
 	data     string
 	logLevel string
 	boardFlags
-	stdout, stderr io.Writer
 }
 
-func newBoardCmd(name, synopsis string, stdout, stderr io.Writer) *boardCmd {
-	c := &boardCmd{name: name, stdout: stdout, stderr: stderr}
-	c.fs = flag.NewFlagSet(name, flag.ContinueOnError)
-	c.fs.SetOutput(stderr)
-	c.fs.StringVar(&c.data, "data", "", "data directory holding the board (default: $PLUGBOARD_DATA, else the per-user data directory)")
-	c.fs.StringVar(&c.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
-	c.boardFlags.register(c.fs)
-	c.fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: plugboard %s\n\nFlags:\n", synopsis)
-		c.fs.PrintDefaults()
-	}
+// newBoardCmd registers the shared flags on fs.
+func newBoardCmd(fs *flag.FlagSet) *boardCmd {
+	c := &boardCmd{}
+	c.register(fs)
 	return c
 }
 
-// parse parses flags given before or after the positional arguments and
-// checks that between min and max positionals were given (max < 0: any).
-func (c *boardCmd) parse(args []string, min, max int, what string) error {
-	if err := c.fs.Parse(reorderFlags(c.fs, args)); err != nil {
-		return &exitError{code: 2, err: errSilent}
-	}
-	if n := c.fs.NArg(); n < min || (max >= 0 && n > max) {
-		return usageError("%s takes %s, got %d argument(s)", c.name, what, n)
-	}
-	return nil
+func (c *boardCmd) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.data, "data", "", "data directory holding the board (default: $PLUGBOARD_DATA, else the per-user data directory)")
+	fs.StringVar(&c.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	c.boardFlags.register(fs)
 }
 
-// reorderFlags moves flags ahead of positional arguments, consulting fs for
-// which flags take a value, so "task list demo --json" and "attempt logs
-// --follow ID" both work. Everything after "--" is positional, and
-// positionals are passed after a "--" so a title starting with "-" stays
-// a title.
-func reorderFlags(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
+// args applies the configuration file under the parsed flags (--config)
+// and checks that between min and max positional arguments were given
+// (max < 0: any number).
+func (c *boardCmd) args(in *invocation, min, max int) error {
+	if err := c.applyConfig(); err != nil {
+		return err
 	}
-	return append(append(flags, "--"), pos...)
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
+	return in.nargs(min, max)
 }
 
 // open opens the board in the data directory.
-func (c *boardCmd) open(ctx context.Context) (*board.Board, error) {
+func (c *boardCmd) open(ctx context.Context, in *invocation) (*board.Board, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, usageError("--log-level: %v", err)
 	}
-	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(in.stderr, &slog.HandlerOptions{Level: level}))
 	if err := c.agentEnvConfig().Validate(); err != nil {
 		return nil, usageError("%v", err)
 	}
@@ -161,18 +94,18 @@ func (c *boardCmd) open(ctx context.Context) (*board.Board, error) {
 
 // fail reports a board error. An envelope prints as "code: message" and
 // "hint: ..." on stderr (exit status 1); other errors go to main.
-func (c *boardCmd) fail(err error) error {
+func (c *boardCmd) fail(in *invocation, err error) error {
 	var env *abi.Envelope
 	if !errors.As(err, &env) {
 		return err
 	}
-	fmt.Fprintf(c.stderr, "%s: %s\n", env.Code, env.Message)
+	fmt.Fprintf(in.stderr, "%s: %s\n", env.Code, env.Message)
 	if env.Hint != "" {
-		fmt.Fprintf(c.stderr, "hint: %s\n", cliHint(env.Hint))
+		fmt.Fprintf(in.stderr, "hint: %s\n", cliHint(env.Hint))
 	}
 	if len(env.Details) > 0 {
 		if b, err := json.Marshal(env.Details); err == nil {
-			fmt.Fprintf(c.stderr, "details: %s\n", b)
+			fmt.Fprintf(in.stderr, "details: %s\n", b)
 		}
 	}
 	return &exitError{code: 1, err: errSilent}
@@ -242,44 +175,47 @@ func splitRepoArg(s string) (path, branch string, err error) {
 	return s[:i], s[i+1:], nil
 }
 
-func cmdProjectCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("project create", "project create NAME --repo PATH[@BRANCH]... [--setup-script S] [--cleanup-script S] [--json]", stdout, stderr)
+func projectCreateCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
 	var repos stringList
-	c.fs.Var(&repos, "repo", "git repository PATH[@BRANCH] (repeatable); its name is the directory's; BRANCH overrides the target branch (default: the repository's current branch)")
-	setup := c.fs.String("setup-script", "", "bash script run in each repo's worktree before the agent")
-	cleanup := c.fs.String("cleanup-script", "", "bash script run in each repo's worktree after the agent")
-	asJSON := c.fs.Bool("json", false, "print the project as JSON")
-	if err := c.parse(args, 1, 1, "exactly one NAME"); err != nil {
-		return err
-	}
-	var specs []board.RepoSpec
-	for _, r := range repos {
-		path, branch, err := splitRepoArg(r)
+	fs.Var(&repos, "repo", "git repository PATH[@BRANCH] (repeatable); its name is the directory's; BRANCH overrides the target branch (default: the repository's current branch)")
+	setup := fs.String("setup-script", "", "bash script run in each repo's worktree before the agent")
+	cleanup := fs.String("cleanup-script", "", "bash script run in each repo's worktree after the agent")
+	asJSON := fs.Bool("json", false, "print the project as JSON")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout := in.stdout
+		var specs []board.RepoSpec
+		for _, r := range repos {
+			path, branch, err := splitRepoArg(r)
+			if err != nil {
+				return err
+			}
+			specs = append(specs, board.RepoSpec{Path: path, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
+		}
+		b, err := c.open(ctx, in)
 		if err != nil {
 			return err
 		}
-		specs = append(specs, board.RepoSpec{Path: path, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
+		defer b.Close()
+		p, err := b.CreateProject(ctx, in.args[0], specs)
+		// Only the project's own name: a repo name clash is an ErrExists too.
+		if errors.Is(err, store.ErrProjectExists) {
+			err = abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("a project named %q exists", strings.TrimSpace(in.args[0])),
+				"pick another name, or add repos to it with `plugboard repo add`")
+		}
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, p)
+		}
+		fmt.Fprintf(stdout, "project %s  %s\n", p.ID, p.Name)
+		printRepos(stdout, p.Repos)
+		return nil
 	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	p, err := b.CreateProject(ctx, c.fs.Arg(0), specs)
-	// Only the project's own name: a repo name clash is an ErrExists too.
-	if errors.Is(err, store.ErrProjectExists) {
-		err = abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("a project named %q exists", strings.TrimSpace(c.fs.Arg(0))),
-			"pick another name, or add repos to it with `plugboard repo add`")
-	}
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, p)
-	}
-	fmt.Fprintf(stdout, "project %s  %s\n", p.ID, p.Name)
-	printRepos(stdout, p.Repos)
-	return nil
 }
 
 // printRepos shows a project's repos as a table (nothing when there are
@@ -307,188 +243,203 @@ func printRepos(w io.Writer, repos []store.ProjectRepo) {
 	tw.Flush()
 }
 
-func cmdProjectList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("project list", "project list [--json]", stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON")
-	if err := c.parse(args, 0, 0, "no arguments"); err != nil {
-		return err
+func projectListCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 0, 0); err != nil {
+			return err
+		}
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		res, err := b.ListProjects(ctx)
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		if len(res.Projects) == 0 {
+			fmt.Fprintln(stdout, "no projects; create one with `plugboard project create NAME --repo PATH`")
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PROJECT_ID\tNAME\tREPOS\tCREATED")
+		for _, p := range res.Projects {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.ProjectID, p.Name, p.RepoCount, shortTime(p.CreatedAt))
+		}
+		return tw.Flush()
 	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	res, err := b.ListProjects(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	if len(res.Projects) == 0 {
-		fmt.Fprintln(stdout, "no projects; create one with `plugboard project create NAME --repo PATH`")
+}
+
+func repoAddCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	repo := fs.String("repo", "", "git repository PATH[@BRANCH]; BRANCH overrides the target branch (default: the repository's current branch)")
+	name := fs.String("name", "", "repo name, used as its directory in attempts (default: the directory's base name)")
+	setup := fs.String("setup-script", "", "bash script run in the repo's worktree before the agent")
+	cleanup := fs.String("cleanup-script", "", "bash script run in the repo's worktree after the agent")
+	asJSON := fs.Bool("json", false, "print the project as JSON")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout := in.stdout
+		if *repo == "" {
+			return usageError("repo add needs --repo PATH[@BRANCH]")
+		}
+		path, branch, err := splitRepoArg(*repo)
+		if err != nil {
+			return err
+		}
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		p, err := resolveProject(ctx, b, in.args[0])
+		if err != nil {
+			return c.fail(in, err)
+		}
+		p, err = b.AddRepo(ctx, p.ID, board.RepoSpec{Path: path, Name: *name, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, p)
+		}
+		fmt.Fprintf(stdout, "project %s  %s\n", p.ID, p.Name)
+		printRepos(stdout, p.Repos)
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECT_ID\tNAME\tREPOS\tCREATED")
-	for _, p := range res.Projects {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.ProjectID, p.Name, p.RepoCount, shortTime(p.CreatedAt))
-	}
-	return tw.Flush()
 }
 
-func cmdRepoAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("repo add", "repo add PROJECT --repo PATH[@BRANCH] [--name N] [--setup-script S] [--cleanup-script S] [--json]", stdout, stderr)
-	repo := c.fs.String("repo", "", "git repository PATH[@BRANCH]; BRANCH overrides the target branch (default: the repository's current branch)")
-	name := c.fs.String("name", "", "repo name, used as its directory in attempts (default: the directory's base name)")
-	setup := c.fs.String("setup-script", "", "bash script run in the repo's worktree before the agent")
-	cleanup := c.fs.String("cleanup-script", "", "bash script run in the repo's worktree after the agent")
-	asJSON := c.fs.Bool("json", false, "print the project as JSON")
-	if err := c.parse(args, 1, 1, "exactly one PROJECT (id or name)"); err != nil {
-		return err
-	}
-	if *repo == "" {
-		return usageError("repo add needs --repo PATH[@BRANCH]")
-	}
-	path, branch, err := splitRepoArg(*repo)
-	if err != nil {
-		return err
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	p, err := resolveProject(ctx, b, c.fs.Arg(0))
-	if err != nil {
-		return c.fail(err)
-	}
-	p, err = b.AddRepo(ctx, p.ID, board.RepoSpec{Path: path, Name: *name, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, p)
-	}
-	fmt.Fprintf(stdout, "project %s  %s\n", p.ID, p.Name)
-	printRepos(stdout, p.Repos)
-	return nil
-}
-
-func cmdRepoList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("repo list", "repo list PROJECT [--json]", stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON (as the list_repos tool does)")
-	if err := c.parse(args, 1, 1, "exactly one PROJECT (id or name)"); err != nil {
-		return err
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	p, err := resolveProject(ctx, b, c.fs.Arg(0))
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		res, err := b.ListRepos(ctx, board.ProjectArgs{ProjectID: p.ID})
-		if err != nil {
-			return c.fail(err)
+func repoListCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	asJSON := fs.Bool("json", false, "print JSON (as the list_repos tool does)")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
 		}
-		return printJSON(stdout, res)
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		p, err := resolveProject(ctx, b, in.args[0])
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			res, err := b.ListRepos(ctx, board.ProjectArgs{ProjectID: p.ID})
+			if err != nil {
+				return c.fail(in, err)
+			}
+			return printJSON(stdout, res)
+		}
+		printRepos(stdout, p.Repos)
+		return nil
 	}
-	printRepos(stdout, p.Repos)
-	return nil
 }
 
 // ---- tasks ----
 
-func cmdTaskCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("task create", "task create PROJECT TITLE [--description TEXT | --description-file FILE] [--json]", stdout, stderr)
-	desc := c.fs.String("description", "", "task description: the prompt's details (for the SHELL executor, the script)")
-	descFile := c.fs.String("description-file", "", "read the description from FILE (- for stdin)")
-	asJSON := c.fs.Bool("json", false, "print the task as JSON instead of its id")
-	if err := c.parse(args, 2, 2, "PROJECT (id or name) and TITLE"); err != nil {
-		return err
-	}
-	if *desc != "" && *descFile != "" {
-		return usageError("task create takes --description or --description-file, not both")
-	}
-	if *descFile != "" {
-		var data []byte
-		var err error
-		if *descFile == "-" {
-			data, err = io.ReadAll(os.Stdin)
-		} else {
-			data, err = os.ReadFile(*descFile)
+func taskCreateCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	desc := fs.String("description", "", "task description: the prompt's details (for the SHELL executor, the script)")
+	descFile := fs.String("description-file", "", "read the description from FILE (- for stdin)")
+	asJSON := fs.Bool("json", false, "print the task as JSON instead of its id")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 2, 2); err != nil {
+			return err
 		}
+		stdout, stderr := in.stdout, in.stderr
+		if *desc != "" && *descFile != "" {
+			return usageError("task create takes --description or --description-file, not both")
+		}
+		if *descFile != "" {
+			var data []byte
+			var err error
+			if *descFile == "-" {
+				data, err = io.ReadAll(os.Stdin)
+			} else {
+				data, err = os.ReadFile(*descFile)
+			}
+			if err != nil {
+				return fmt.Errorf("--description-file: %w", err)
+			}
+			*desc = string(data)
+		}
+		b, err := c.open(ctx, in)
 		if err != nil {
-			return fmt.Errorf("--description-file: %w", err)
+			return err
 		}
-		*desc = string(data)
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	p, err := resolveProject(ctx, b, c.fs.Arg(0))
-	if err != nil {
-		return c.fail(err)
-	}
-	t, err := b.CreateTask(ctx, board.CreateTaskArgs{ProjectID: p.ID, Title: c.fs.Arg(1), Description: *desc})
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, t)
-	}
-	// The id alone on stdout, so task=$(plugboard task create ...) works.
-	fmt.Fprintln(stdout, t.ID)
-	fmt.Fprintf(stderr, "created task %q (%s) in project %s\n", t.Title, t.Status, p.Name)
-	return nil
-}
-
-func cmdTaskList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("task list", "task list PROJECT [--status S] [--limit N] [--json]", stdout, stderr)
-	status := c.fs.String("status", "", "only tasks in this status: "+strings.Join(store.TaskStatuses, ", "))
-	limit := c.fs.Int("limit", 0, fmt.Sprintf("at most N tasks, newest first (default %d, at most %d)", board.DefaultTaskLimit, board.MaxTaskLimit))
-	asJSON := c.fs.Bool("json", false, "print JSON (as the list_tasks tool does)")
-	if err := c.parse(args, 1, 1, "exactly one PROJECT (id or name)"); err != nil {
-		return err
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	p, err := resolveProject(ctx, b, c.fs.Arg(0))
-	if err != nil {
-		return c.fail(err)
-	}
-	res, err := b.ListTasks(ctx, board.ListTasksArgs{ProjectID: p.ID, Status: *status, Limit: *limit})
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	if len(res.Tasks) == 0 {
-		fmt.Fprintf(stdout, "no tasks; create one with `plugboard task create %s TITLE`\n", shellQuote(p.Name))
+		defer b.Close()
+		p, err := resolveProject(ctx, b, in.args[0])
+		if err != nil {
+			return c.fail(in, err)
+		}
+		t, err := b.CreateTask(ctx, board.CreateTaskArgs{ProjectID: p.ID, Title: in.args[1], Description: *desc})
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, t)
+		}
+		// The id alone on stdout, so task=$(plugboard task create ...) works.
+		fmt.Fprintln(stdout, t.TaskID)
+		fmt.Fprintf(stderr, "created task %q (%s) in project %s\n", t.Title, t.Status, p.Name)
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK_ID\tSTATUS\tATTEMPT\tLATEST_ATTEMPT_ID\tTITLE")
-	for _, t := range res.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, attemptSummary(t.AttemptSummary), deref(t.LatestAttemptID, "-"), oneLine(t.Title))
+}
+
+func taskListCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	status := fs.String("status", "", "only tasks in this status: "+strings.Join(store.TaskStatuses, ", "))
+	limit := fs.Int("limit", 0, fmt.Sprintf("at most N tasks, newest first (default %d, at most %d)", board.DefaultTaskLimit, board.MaxTaskLimit))
+	asJSON := fs.Bool("json", false, "print JSON (as the list_tasks tool does)")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		p, err := resolveProject(ctx, b, in.args[0])
+		if err != nil {
+			return c.fail(in, err)
+		}
+		res, err := b.ListTasks(ctx, board.ListTasksArgs{ProjectID: p.ID, Status: tasks.TaskStatus(*status), Limit: *limit})
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		if len(res.Tasks) == 0 {
+			fmt.Fprintf(stdout, "no tasks; create one with `plugboard task create %s TITLE`\n", shellQuote(p.Name))
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK_ID\tSTATUS\tATTEMPT\tLATEST_ATTEMPT_ID\tTITLE")
+		for _, t := range res.Tasks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TaskID, t.Status, attemptSummary(t.AttemptSummary), deref(t.LatestAttemptID, "-"), oneLine(t.Title))
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
 }
 
 // attemptSummary is the ATTEMPT column of task list: none (no attempt),
 // running (an attempt has a process running), failed (the latest
 // attempt's newest process failed or was killed) or finished.
-func attemptSummary(s store.AttemptSummary) string {
+func attemptSummary(s tasks.AttemptSummary) string {
 	switch {
 	case s.HasInProgressAttempt:
 		return "running"
@@ -508,68 +459,71 @@ func splitRepoID(s string) board.StartRepoArg {
 	return board.StartRepoArg{RepoID: id, TargetBranch: branch}
 }
 
-func cmdAttemptStart(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("attempt start", "attempt start TASK_ID --executor E [--variant V] [--repo REPO_ID[@BRANCH]]... [--channel normalized|raw] [--json]", stdout, stderr)
-	executor := c.fs.String("executor", "", "executor profile, e.g. SHELL or CLAUDE_CODE (see `plugboard attempt executors`)")
-	variant := c.fs.String("variant", "", "executor variant (default: the profile's default)")
+func attemptStartCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	executor := fs.String("executor", "", "executor profile, e.g. SHELL or CLAUDE_CODE (see `plugboard attempt executors`)")
+	variant := fs.String("variant", "", "executor variant (default: the profile's default)")
 	var repos stringList
-	c.fs.Var(&repos, "repo", "REPO_ID[@BRANCH] to work in (repeatable; default: every repo of the project at its target branch)")
-	channel := c.fs.String("channel", store.ChannelNormalized, "log channel to stream: normalized or raw")
-	asJSON := c.fs.Bool("json", false, "print JSON lines: the started attempt, then one per log entry, then the final status")
-	if err := c.parse(args, 1, 1, "exactly one TASK_ID"); err != nil {
-		return err
-	}
-	if *executor == "" {
-		return usageError("attempt start needs --executor E (see `plugboard attempt executors`)")
-	}
-	if *channel != store.ChannelNormalized && *channel != store.ChannelRaw {
-		return usageError("--channel must be normalized or raw, got %q", *channel)
-	}
-	sa := board.StartArgs{TaskID: c.fs.Arg(0), Executor: *executor, Variant: *variant}
-	for _, r := range repos {
-		sa.Repos = append(sa.Repos, splitRepoID(r))
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	// Close stops whatever still runs: the attempt's processes do not
-	// outlive this process.
-	defer b.Close()
-	res, err := b.StartTaskAttempt(ctx, sa)
-	if err != nil {
+	fs.Var(&repos, "repo", "REPO_ID[@BRANCH] to work in (repeatable; default: every repo of the project at its target branch)")
+	channel := fs.String("channel", store.ChannelNormalized, "log channel to stream: normalized or raw")
+	asJSON := fs.Bool("json", false, "print JSON lines: the started attempt, then one per log entry, then the final status")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout, stderr := in.stdout, in.stderr
+		if *executor == "" {
+			return usageError("attempt start needs --executor E (see `plugboard attempt executors`)")
+		}
+		if *channel != store.ChannelNormalized && *channel != store.ChannelRaw {
+			return usageError("--channel must be normalized or raw, got %q", *channel)
+		}
+		sa := board.StartArgs{TaskID: in.args[0], Executor: *executor, Variant: *variant}
+		for _, r := range repos {
+			sa.Repos = append(sa.Repos, splitRepoID(r))
+		}
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		// Close stops whatever still runs: the attempt's processes do not
+		// outlive this process.
+		defer b.Close()
+		res, err := b.StartTaskAttempt(ctx, sa)
+		if err != nil {
+			if ctx.Err() != nil {
+				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted while starting the attempt: %w", err)}
+			}
+			return c.fail(in, err)
+		}
+		p := &entryPrinter{w: stdout, json: *asJSON}
+		if *asJSON {
+			p.line(res)
+		} else {
+			fmt.Fprintf(stdout, "attempt %s started: executor %s, branch %s\n", res.AttemptID, res.Executor, res.WorkspaceBranch)
+			for _, r := range res.Repos {
+				fmt.Fprintf(stdout, "  repo %s from %s at %.12s\n", r.RepoName, r.TargetBranch, r.BaseCommit)
+			}
+		}
+		fmt.Fprintf(stderr, "note: the attempt's processes belong to this plugboard process, so it stays in the foreground until the attempt ends.\n"+
+			"      Ctrl-C stops the attempt (a second Ctrl-C kills it at once). Watch from elsewhere with `plugboard attempt logs %s --follow`.\n", res.AttemptID)
+		f := &follower{b: b, p: p, attemptID: res.AttemptID, channel: *channel, proc: res.ExecutionProcessID, after: -1, headers: !*asJSON}
+		if !*asJSON {
+			f.header(res.ExecutionProcessID, string(res.RunReason))
+		}
+		st, err := f.run(ctx)
 		if ctx.Err() != nil {
-			return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted while starting the attempt: %w", err)}
+			return stopForeground(b, f, stderr)
 		}
-		return c.fail(err)
-	}
-	p := &entryPrinter{w: stdout, json: *asJSON}
-	if *asJSON {
-		p.line(res)
-	} else {
-		fmt.Fprintf(stdout, "attempt %s started: executor %s, branch %s\n", res.AttemptID, res.Executor, res.WorkspaceBranch)
-		for _, r := range res.Repos {
-			fmt.Fprintf(stdout, "  repo %s from %s at %.12s\n", r.RepoName, r.TargetBranch, r.BaseCommit)
+		if err != nil {
+			return c.fail(in, err)
 		}
+		p.final(st)
+		if st.State == board.StateCompleted {
+			return nil
+		}
+		return &exitError{code: 1, err: errSilent}
 	}
-	fmt.Fprintf(stderr, "note: the attempt's processes belong to this plugboard process, so it stays in the foreground until the attempt ends.\n"+
-		"      Ctrl-C stops the attempt (a second Ctrl-C kills it at once). Watch from elsewhere with `plugboard attempt logs %s --follow`.\n", res.AttemptID)
-	f := &follower{b: b, p: p, attemptID: res.AttemptID, channel: *channel, proc: res.ExecutionProcessID, after: -1, headers: !*asJSON}
-	if !*asJSON {
-		f.header(res.ExecutionProcessID, res.RunReason)
-	}
-	st, err := f.run(ctx)
-	if ctx.Err() != nil {
-		return stopForeground(b, f, stderr)
-	}
-	if err != nil {
-		return c.fail(err)
-	}
-	p.final(st)
-	if st.State == board.StateCompleted {
-		return nil
-	}
-	return &exitError{code: 1, err: errSilent}
 }
 
 // stopForeground stops an attempt whose foreground command was
@@ -642,7 +596,7 @@ func (f *follower) run(ctx context.Context) (board.StatusResult, error) {
 				f.after = *page.Page.LastIndex
 			}
 			if page.ProcessStatus != nil {
-				procStatus = *page.ProcessStatus
+				procStatus = string(*page.ProcessStatus)
 			}
 			if page.Page.HasMore {
 				continue
@@ -766,10 +720,10 @@ func (p *entryPrinter) line(v any) {
 
 // entry prints one entry: "#index time entry_type: content" (normalized)
 // or "#index time stream: content" (raw).
-func (p *entryPrinter) entry(channel string, page board.LogsResult, e store.LogEntry) {
+func (p *entryPrinter) entry(channel string, page board.LogsResult, e board.LogEntry) {
 	if p.json {
 		p.line(logLine{ExecutionProcessID: deref(page.ExecutionProcessID, ""), RunReason: deref(page.RunReason, ""),
-			Channel: channel, Index: e.Index, Entry: e.Entry})
+			Channel: channel, Index: e.EntryIndex, Entry: e.Entry})
 		return
 	}
 	var v struct {
@@ -779,7 +733,7 @@ func (p *entryPrinter) entry(channel string, page board.LogsResult, e store.LogE
 		Content   string `json:"content"`
 	}
 	if err := json.Unmarshal(e.Entry, &v); err != nil {
-		fmt.Fprintf(p.w, "#%d %s\n", e.Index, e.Entry)
+		fmt.Fprintf(p.w, "#%d %s\n", e.EntryIndex, e.Entry)
 		return
 	}
 	kind := v.EntryType
@@ -788,7 +742,7 @@ func (p *entryPrinter) entry(channel string, page board.LogsResult, e store.LogE
 	}
 	content := strings.TrimRight(v.Content, "\n")
 	content = strings.ReplaceAll(content, "\n", "\n    ")
-	fmt.Fprintf(p.w, "#%d %s %s: %s\n", e.Index, clock(v.Timestamp), kind, content)
+	fmt.Fprintf(p.w, "#%d %s %s: %s\n", e.EntryIndex, clock(v.Timestamp), kind, content)
 }
 
 // final prints the line that ends a followed log.
@@ -809,204 +763,219 @@ func stateText(st board.StatusResult) string {
 	return st.State
 }
 
-func cmdAttemptList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("attempt list", "attempt list TASK_ID [--json]", stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON (as the list_task_attempts tool does)")
-	if err := c.parse(args, 1, 1, "exactly one TASK_ID"); err != nil {
-		return err
+func attemptListCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	asJSON := fs.Bool("json", false, "print JSON (as the list_task_attempts tool does)")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		res, err := b.ListTaskAttempts(ctx, board.TaskArgs{TaskID: in.args[0]})
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		if len(res.Attempts) == 0 {
+			fmt.Fprintf(stdout, "no attempts; start one with `plugboard attempt start %s --executor E`\n", res.TaskID)
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ATTEMPT_ID\tSTATE\tEXECUTOR\tBRANCH\tCREATED")
+		for _, a := range res.Attempts {
+			state := "?"
+			if st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: a.AttemptID}); err == nil {
+				state = st.State
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.AttemptID, state, a.Executor, a.WorkspaceBranch, shortTime(a.CreatedAt))
+		}
+		return tw.Flush()
 	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
+}
+
+func attemptStatusCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	asJSON := fs.Bool("json", false, "print JSON (as the get_attempt_status tool does)")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: in.args[0]})
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, st)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "attempt\t%s\n", st.AttemptID)
+		fmt.Fprintf(tw, "state\t%s\n", st.State)
+		if st.FailureSummary != nil {
+			fmt.Fprintf(tw, "failure\t%s\n", *st.FailureSummary)
+		}
+		fmt.Fprintf(tw, "task\t%s (%s)\n", st.TaskID, st.TaskStatus)
+		fmt.Fprintf(tw, "branch\t%s\n", st.WorkspaceBranch)
+		fmt.Fprintf(tw, "executor\t%s\n", st.Executor)
+		if st.LatestExecutionProcessID != nil {
+			fmt.Fprintf(tw, "latest process\t%s (%s)\n", *st.LatestExecutionProcessID, deref(st.LatestRunReason, "?"))
+		} else {
+			fmt.Fprintf(tw, "latest process\tnone\n")
+		}
+		fmt.Fprintf(tw, "last activity\t%s\n", shortTime(deref(st.LastActivityAt, "")))
+		if st.QueuedFollowUp {
+			fmt.Fprintf(tw, "queued follow-up\tyes\n")
+		}
+		return tw.Flush()
 	}
-	defer b.Close()
-	res, err := b.ListTaskAttempts(ctx, board.TaskArgs{TaskID: c.fs.Arg(0)})
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	if len(res.Attempts) == 0 {
-		fmt.Fprintf(stdout, "no attempts; start one with `plugboard attempt start %s --executor E`\n", res.TaskID)
+}
+
+func attemptLogsCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	channel := fs.String("channel", store.ChannelNormalized, "normalized (entries by type) or raw (lines by stream)")
+	limit := fs.Int("limit", 0, fmt.Sprintf("entries in the page (default %d, at most %d)", board.DefaultLogLimit, board.MaxLogLimit))
+	cursor := fs.Int64("cursor", -1, "print the page of entries before this index (from a previous page's hint)")
+	process := fs.String("process", "", "execution process id to read (default: the attempt's latest process)")
+	follow := fs.Bool("follow", false, "keep printing new entries until the attempt ends, then its final status")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
+		}
+		stdout, stderr := in.stdout, in.stderr
+		if *follow && *cursor >= 0 {
+			return usageError("attempt logs takes --cursor or --follow, not both")
+		}
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		la := board.LogsArgs{AttemptID: in.args[0], Channel: *channel, Limit: *limit, ExecutionProcessID: *process}
+		if *cursor >= 0 {
+			la.Cursor = cursor
+		}
+		page, err := b.TailAttemptLogs(ctx, la)
+		if err != nil {
+			return c.fail(in, err)
+		}
+		p := &entryPrinter{w: stdout, json: *asJSON}
+		if !*asJSON && page.ExecutionProcessID != nil {
+			fmt.Fprintf(stderr, "process %s (%s, %s)\n", *page.ExecutionProcessID, deref(page.RunReason, "?"), deref(page.ProcessStatus, "?"))
+		}
+		for _, e := range page.Entries {
+			p.entry(string(page.Channel), page, e)
+		}
+		if !*follow {
+			if !*asJSON && page.Page.NextCursor != nil {
+				fmt.Fprintf(stderr, "(%d older entries: --cursor %d)\n", *page.Page.NextCursor, *page.Page.NextCursor)
+			}
+			return nil
+		}
+		f := &follower{b: b, p: p, attemptID: page.AttemptID, channel: string(page.Channel), proc: deref(page.ExecutionProcessID, ""),
+			after: -1, headers: !*asJSON, recover: true}
+		if page.Page.LastIndex != nil {
+			f.after = *page.Page.LastIndex
+		}
+		st, err := f.run(ctx)
+		if ctx.Err() != nil {
+			return &exitError{code: exitInterrupted, err: errSilent}
+		}
+		if err != nil {
+			return c.fail(in, err)
+		}
+		p.final(st)
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ATTEMPT_ID\tSTATE\tEXECUTOR\tBRANCH\tCREATED")
-	for _, a := range res.Attempts {
-		state := "?"
-		if st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: a.AttemptID}); err == nil {
-			state = st.State
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.AttemptID, state, a.Executor, a.WorkspaceBranch, shortTime(a.CreatedAt))
-	}
-	return tw.Flush()
 }
 
-func cmdAttemptStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("attempt status", "attempt status ATTEMPT_ID [--json]", stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON (as the get_attempt_status tool does)")
-	if err := c.parse(args, 1, 1, "exactly one ATTEMPT_ID"); err != nil {
-		return err
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: c.fs.Arg(0)})
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, st)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "attempt\t%s\n", st.AttemptID)
-	fmt.Fprintf(tw, "state\t%s\n", st.State)
-	if st.FailureSummary != nil {
-		fmt.Fprintf(tw, "failure\t%s\n", *st.FailureSummary)
-	}
-	fmt.Fprintf(tw, "task\t%s (%s)\n", st.TaskID, st.TaskStatus)
-	fmt.Fprintf(tw, "branch\t%s\n", st.WorkspaceBranch)
-	fmt.Fprintf(tw, "executor\t%s\n", st.Executor)
-	if st.LatestExecutionProcessID != nil {
-		fmt.Fprintf(tw, "latest process\t%s (%s)\n", *st.LatestExecutionProcessID, deref(st.LatestRunReason, "?"))
-	} else {
-		fmt.Fprintf(tw, "latest process\tnone\n")
-	}
-	fmt.Fprintf(tw, "last activity\t%s\n", shortTime(deref(st.LastActivityAt, "")))
-	if st.QueuedFollowUp {
-		fmt.Fprintf(tw, "queued follow-up\tyes\n")
-	}
-	return tw.Flush()
-}
-
-func cmdAttemptLogs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("attempt logs", "attempt logs ATTEMPT_ID [--channel normalized|raw] [--limit N] [--cursor N] [--process ID] [--follow] [--json]", stdout, stderr)
-	channel := c.fs.String("channel", store.ChannelNormalized, "normalized (entries by type) or raw (lines by stream)")
-	limit := c.fs.Int("limit", 0, fmt.Sprintf("entries in the page (default %d, at most %d)", board.DefaultLogLimit, board.MaxLogLimit))
-	cursor := c.fs.Int64("cursor", -1, "print the page of entries before this index (from a previous page's hint)")
-	process := c.fs.String("process", "", "execution process id to read (default: the attempt's latest process)")
-	follow := c.fs.Bool("follow", false, "keep printing new entries until the attempt ends, then its final status")
-	asJSON := c.fs.Bool("json", false, "print one JSON object per line")
-	if err := c.parse(args, 1, 1, "exactly one ATTEMPT_ID"); err != nil {
-		return err
-	}
-	if *follow && *cursor >= 0 {
-		return usageError("attempt logs takes --cursor or --follow, not both")
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	la := board.LogsArgs{AttemptID: c.fs.Arg(0), Channel: *channel, Limit: *limit, ExecutionProcessID: *process}
-	if *cursor >= 0 {
-		la.Cursor = cursor
-	}
-	page, err := b.TailAttemptLogs(ctx, la)
-	if err != nil {
-		return c.fail(err)
-	}
-	p := &entryPrinter{w: stdout, json: *asJSON}
-	if !*asJSON && page.ExecutionProcessID != nil {
-		fmt.Fprintf(stderr, "process %s (%s, %s)\n", *page.ExecutionProcessID, deref(page.RunReason, "?"), deref(page.ProcessStatus, "?"))
-	}
-	for _, e := range page.Entries {
-		p.entry(page.Channel, page, e)
-	}
-	if !*follow {
-		if !*asJSON && page.Page.NextCursor != nil {
-			fmt.Fprintf(stderr, "(%d older entries: --cursor %d)\n", *page.Page.NextCursor, *page.Page.NextCursor)
+func attemptStopCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	force := fs.Bool("force", false, "kill at once instead of interrupting and waiting the grace period")
+	asJSON := fs.Bool("json", false, "print JSON (as the stop_attempt tool does)")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 1, 1); err != nil {
+			return err
 		}
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		res, err := b.StopAttempt(context.WithoutCancel(ctx), board.StopArgs{AttemptID: in.args[0], Force: *force})
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		st := board.StatusResult{AttemptID: res.AttemptID, State: string(res.State), FailureSummary: res.FailureSummary, TaskStatus: res.TaskStatus}
+		if res.AlreadyFinished {
+			fmt.Fprintf(stdout, "attempt %s had nothing running: %s (task %s)\n", res.AttemptID, stateText(st), res.TaskStatus)
+			return nil
+		}
+		fmt.Fprintf(stdout, "stopped %d process(es) of attempt %s: %s (task %s)\n", len(res.Stopped), res.AttemptID, stateText(st), res.TaskStatus)
 		return nil
 	}
-	f := &follower{b: b, p: p, attemptID: page.AttemptID, channel: page.Channel, proc: deref(page.ExecutionProcessID, ""),
-		after: -1, headers: !*asJSON, recover: true}
-	if page.Page.LastIndex != nil {
-		f.after = *page.Page.LastIndex
-	}
-	st, err := f.run(ctx)
-	if ctx.Err() != nil {
-		return &exitError{code: exitInterrupted, err: errSilent}
-	}
-	if err != nil {
-		return c.fail(err)
-	}
-	p.final(st)
-	return nil
 }
 
-func cmdAttemptStop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("attempt stop", "attempt stop ATTEMPT_ID [--force] [--json]", stdout, stderr)
-	force := c.fs.Bool("force", false, "kill at once instead of interrupting and waiting the grace period")
-	asJSON := c.fs.Bool("json", false, "print JSON (as the stop_attempt tool does)")
-	if err := c.parse(args, 1, 1, "exactly one ATTEMPT_ID"); err != nil {
-		return err
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	res, err := b.StopAttempt(context.WithoutCancel(ctx), board.StopArgs{AttemptID: c.fs.Arg(0), Force: *force})
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	st := board.StatusResult{AttemptID: res.AttemptID, State: res.State, FailureSummary: res.FailureSummary, TaskStatus: res.TaskStatus}
-	if res.AlreadyFinished {
-		fmt.Fprintf(stdout, "attempt %s had nothing running: %s (task %s)\n", res.AttemptID, stateText(st), res.TaskStatus)
-		return nil
-	}
-	fmt.Fprintf(stdout, "stopped %d process(es) of attempt %s: %s (task %s)\n", len(res.Stopped), res.AttemptID, stateText(st), res.TaskStatus)
-	return nil
-}
-
-func cmdAttemptExecutors(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c := newBoardCmd("attempt executors", "attempt executors [--json]", stdout, stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON (as the list_executors tool does)")
-	if err := c.parse(args, 0, 0, "no arguments"); err != nil {
-		return err
-	}
-	b, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	res, err := b.ListExecutors(ctx)
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		return printJSON(stdout, res)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXECUTOR\tAVAILABLE\tVARIANTS\tDEFAULT_VARIANT\tVERIFIED_WITH")
-	for _, e := range res.Executors {
-		avail := "no"
-		if e.Available {
-			avail = "yes"
+func attemptExecutorsCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	asJSON := fs.Bool("json", false, "print JSON (as the list_executors tool does)")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 0, 0); err != nil {
+			return err
 		}
-		verified := "-"
-		if p, ok := b.Executors().Get(e.Executor); ok && p.VerifiedWith != "" {
-			verified = p.VerifiedWith
+		stdout := in.stdout
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"), verified)
+		defer b.Close()
+		res, err := b.ListExecutors(ctx)
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(stdout, res)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "EXECUTOR\tAVAILABLE\tVARIANTS\tDEFAULT_VARIANT\tVERIFIED_WITH")
+		for _, e := range res.Executors {
+			avail := "no"
+			if e.Available {
+				avail = "yes"
+			}
+			verified := "-"
+			if p, ok := b.Executors().Get(e.Executor); ok && p.VerifiedWith != "" {
+				verified = p.VerifiedWith
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"), verified)
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
 }
 
 // ---- small helpers ----
 
-func deref(s *string, def string) string {
+func deref[T ~string](s *T, def string) string {
 	if s == nil {
 		return def
 	}
-	return *s
+	return string(*s)
 }
 
 // shortTime shows a stored timestamp in local time to the second.

@@ -237,7 +237,7 @@ func TestBoardSetupFlow(t *testing.T) {
 		if tk.Status != "todo" || tk.HasInProgressAttempt || tk.LastAttemptFailed || tk.LatestAttemptID != nil {
 			t.Errorf("task %+v", tk)
 		}
-		if tk.ID == firstID && tk.Description != "details\nover two lines\n" {
+		if tk.TaskID == firstID && tk.Description != "details\nover two lines\n" {
 			t.Errorf("description = %q", tk.Description)
 		}
 	}

@@ -10,28 +10,32 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/dispatch"
 )
 
-func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// callCommand is the call row of the command table.
+func callCommand(fs *flag.FlagSet) runFunc {
 	var hf hostFlags
 	hf.register(fs)
 	progress := fs.Bool("progress", true, "print the tool's progress reports on stderr")
-	if err := fs.Parse(reorder(args)); err != nil {
-		return &exitError{code: 2, err: errSilent}
+	return func(ctx context.Context, in *invocation) error {
+		if err := in.nargs(1, 2); err != nil {
+			return err
+		}
+		return call(ctx, in, &hf, *progress)
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return usageError("call needs TOOL and optionally 'JSON' arguments")
-	}
-	tool := fs.Arg(0)
+}
+
+// call makes one call through the pipeline and prints its result.
+func call(ctx context.Context, in *invocation, hf *hostFlags, progress bool) error {
+	stdout, stderr := in.stdout, in.stderr
+	tool := in.args[0]
 	argsJSON := json.RawMessage("{}")
-	if fs.NArg() == 2 {
-		argsJSON = json.RawMessage(fs.Arg(1))
+	if len(in.args) == 2 {
+		argsJSON = json.RawMessage(in.args[1])
 		if !json.Valid(argsJSON) {
-			return usageError("arguments are not valid JSON: %s", fs.Arg(1))
+			return usageError("arguments are not valid JSON: %s", in.args[1])
 		}
 	}
 	if hf.logLevel == "info" {
@@ -41,10 +45,10 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer h.close(context.WithoutCancel(ctx))
-	req := dispatch.Request{Tool: tool, Arguments: argsJSON, Caller: h.caller}
-	if *progress {
-		req.Progress = func(p abi.ProgressRequest) {
+	defer h.Close(context.WithoutCancel(ctx))
+	var report func(abi.ProgressRequest)
+	if progress {
+		report = func(p abi.ProgressRequest) {
 			if p.Total > 0 {
 				fmt.Fprintf(stderr, "progress %.0f/%.0f %s\n", p.Progress, p.Total, p.Message)
 			} else {
@@ -52,7 +56,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	res := h.dispatcher.Call(ctx, req)
+	res := h.Call(ctx, tool, argsJSON, report)
 	out := res.Structured
 	if out == nil {
 		items := make([]any, 0, len(res.Content))
@@ -84,8 +88,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // it started (start_task_attempt, follow_up) run: they belong to the
 // process that supervises them, and leaving would stop them. It prints
 // each attempt's end; Ctrl-C stops them (closing the host does).
-func waitForAttempts(ctx context.Context, h *host, stderr io.Writer) error {
-	b := h.board.opened()
+func waitForAttempts(ctx context.Context, h *plughost.Host, stderr io.Writer) error {
+	b := h.OpenedBoard()
 	if b == nil || !b.Busy() {
 		return nil
 	}
@@ -109,31 +113,4 @@ func waitForAttempts(ctx context.Context, h *host, stderr io.Writer) error {
 		fmt.Fprintln(stderr, line)
 	}
 	return nil
-}
-
-// reorder moves flags ahead of positional arguments so that
-// "call TOOL '{}' --plugins DIR" works as people type it.
-func reorder(args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if len(a) > 1 && a[0] == '-' {
-			flags = append(flags, a)
-			if !bytes.ContainsRune([]byte(a), '=') && i+1 < len(args) && takesValue(a) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-			continue
-		}
-		pos = append(pos, a)
-	}
-	return append(flags, pos...)
-}
-
-func takesValue(flagName string) bool {
-	switch flagName {
-	case "-progress", "--progress", "-json", "--json", "-warm", "--warm":
-		return false
-	}
-	return true
 }

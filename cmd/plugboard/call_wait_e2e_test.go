@@ -32,7 +32,7 @@ func TestCallStaysForTheAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, stderr, code := runCLI(t, "call", "start_task_attempt", `{"task_id":"`+task.ID+`","executor":"SHELL"}`,
+	out, stderr, code := runCLI(t, "call", "start_task_attempt", `{"task_id":"`+task.TaskID+`","executor":"SHELL"}`,
 		"--plugins", plugins, "--data", data)
 	var started struct {
 		AttemptID string `json:"attempt_id"`

@@ -14,61 +14,70 @@ import (
 	scenariopack "github.com/plugboard/plugboard/conformance/scenario"
 )
 
-// cmdConformance checks plugin files with the conformance kit; with
-// --scenarios PACK it runs a scenario pack against live servers instead
-// (package conformance/scenario, which owns that mode and its flags).
-func cmdConformance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if wantsScenarios(args) {
-		if code := scenariopack.Main(ctx, args, stdout, stderr); code != 0 {
+// conformanceCommand checks plugin files with the conformance kit.
+func conformanceCommand(fs *flag.FlagSet) runFunc {
+	var o conformanceOptions
+	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON instead of text")
+	fs.StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
+	fs.BoolVar(&o.strict, "strict", false, "fail on warnings too")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of the fuzzed arguments")
+	fs.IntVar(&o.fuzz, "fuzz", conformance.DefaultFuzz, "random argument objects per tool, after the edge values (0: none)")
+	fs.DurationVar(&o.callTimeout, "call-timeout", conformance.DefaultCallTimeout, "deadline of each call (a tool's shorter timeout_ms wins)")
+	fs.IntVar(&o.parallel, "parallel", 0, "plugins checked at once (default: GOMAXPROCS)")
+	list := fs.Bool("list", false, "list the checks and exit")
+	return func(ctx context.Context, in *invocation) error {
+		if *list {
+			return listChecks(in.stdout, o.asJSON)
+		}
+		if err := in.nargs(1, -1); err != nil {
+			return err
+		}
+		return runConformance(ctx, in.args, o, in.stdout, in.stderr)
+	}
+}
+
+// conformanceOptions are the flags of a conformance check.
+type conformanceOptions struct {
+	asJSON, strict bool
+	junit          string
+	seed           int64
+	fuzz, parallel int
+	callTimeout    time.Duration
+}
+
+// scenariosCommand runs a scenario pack against live servers (package
+// conformance/scenario, which owns that mode and its flags).
+func scenariosCommand(fs *flag.FlagSet) runFunc {
+	var cli scenariopack.CLI
+	cli.Register(fs)
+	return func(ctx context.Context, in *invocation) error {
+		if code := cli.Run(ctx, in.args, in.stdout, in.stderr); code != 0 {
 			return &exitError{code: code, err: errSilent}
 		}
 		return nil
 	}
-	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON instead of text")
-	junit := fs.String("junit", "", "also write the report as JUnit XML to this file")
-	strict := fs.Bool("strict", false, "fail on warnings too")
-	seed := fs.Int64("seed", 1, "seed of the fuzzed arguments")
-	fuzz := fs.Int("fuzz", conformance.DefaultFuzz, "random argument objects per tool, after the edge values (0: none)")
-	callTimeout := fs.Duration("call-timeout", conformance.DefaultCallTimeout, "deadline of each call (a tool's shorter timeout_ms wins)")
-	parallel := fs.Int("parallel", 0, "plugins checked at once (default: GOMAXPROCS)")
-	list := fs.Bool("list", false, "list the checks and exit")
-	fs.String("scenarios", "", "run a scenario pack (JSON) against live servers instead; see 'plugboard conformance --scenarios PACK -h'")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: plugboard conformance [--json | --junit FILE] [--strict] [--seed N] [--fuzz N] PLUGIN.wasm...")
-		fmt.Fprintln(stderr, "       plugboard conformance --scenarios PACK [PLUGIN_DIR]... (scenario packs against live servers; -h after it for its flags)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(reorderFlags(fs, args)); err != nil {
-		return &exitError{code: 2, err: errSilent}
-	}
-	if *list {
-		return listChecks(stdout, *asJSON)
-	}
-	if fs.NArg() == 0 {
-		return usageError("conformance needs at least one .wasm plugin")
-	}
-	paths := fs.Args()
+}
+
+func runConformance(ctx context.Context, paths []string, o conformanceOptions, stdout, stderr io.Writer) error {
 	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			return usageError("%s is a directory; pass its .wasm files (e.g. %s)", p, filepath.Join(p, "*.wasm"))
 		}
 	}
-	fuzzN := *fuzz
+	fuzzN := o.fuzz
 	if fuzzN == 0 {
 		fuzzN = -1 // Options: 0 means the default, negative none
 	}
 	start := time.Now()
 	rep, err := conformance.Run(ctx, paths, conformance.Options{
-		Seed: *seed, Fuzz: fuzzN, CallTimeout: *callTimeout, Parallel: *parallel, Strict: *strict,
+		Seed: o.seed, Fuzz: fuzzN, CallTimeout: o.callTimeout, Parallel: o.parallel, Strict: o.strict,
 		Progress: func(p *conformance.PluginReport) { fmt.Fprintln(stderr, "conformance:", p.ProgressLine()) },
 	})
 	if err != nil && rep == nil {
 		return err
 	}
-	if *junit != "" {
-		f, ferr := os.Create(*junit)
+	if o.junit != "" {
+		f, ferr := os.Create(o.junit)
 		if ferr != nil {
 			return ferr
 		}
@@ -80,7 +89,7 @@ func cmdConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 			return werr
 		}
 	}
-	if *asJSON {
+	if o.asJSON {
 		err = rep.WriteJSON(stdout)
 	} else {
 		err = rep.WriteText(stdout)

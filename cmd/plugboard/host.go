@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,18 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/audit"
+	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
-	"github.com/plugboard/plugboard/host/boardapi"
-	"github.com/plugboard/plugboard/host/dispatch"
-	"github.com/plugboard/plugboard/host/grants"
-	"github.com/plugboard/plugboard/host/idempotency"
-	"github.com/plugboard/plugboard/host/mail"
+	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/policy"
-	"github.com/plugboard/plugboard/host/registry"
-	"github.com/plugboard/plugboard/host/runtime"
 )
 
 // hostFlags are the flags shared by every command that loads plugins.
@@ -43,8 +34,24 @@ type hostFlags struct {
 	audit auditFlags
 }
 
-// boardFlags configure the task board; the board commands share them.
+// boardFlags configure the task board; the board commands share them. They
+// also hold --config, the configuration file every command that takes them
+// reads (see applyConfig).
 type boardFlags struct {
+	// configFile is --config. conf is the file it (or $PLUGBOARD_CONFIG)
+	// names, once applyConfig has loaded it (nil without one); applied
+	// lists the settings the file gave; given are the flags the command
+	// line set.
+	configFile string
+	conf       *config.Config
+	applied    []string
+	given      map[string]bool
+	// fs is the flag set the flags are registered on; configDone and
+	// configErr make applyConfig run once.
+	fs         *flag.FlagSet
+	configDone bool
+	configErr  error
+
 	executors string
 	guard     string
 	grants    string
@@ -58,6 +65,8 @@ type boardFlags struct {
 }
 
 func (b *boardFlags) register(fs *flag.FlagSet) {
+	b.fs = fs
+	fs.StringVar(&b.configFile, "config", "", "configuration file (default: $"+config.EnvConfig+"); flags, then environment variables, win over it (see README \"Configuration\")")
 	fs.StringVar(&b.executors, "executors", "", "JSON file of executor profiles adding to or replacing the built-in ones")
 	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
 	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see README \"Executors\")")
@@ -68,16 +77,66 @@ func (b *boardFlags) register(fs *flag.FlagSet) {
 		"fail a coding-agent run that runs longer than this, unless its profile sets its own")
 }
 
+// applyConfig loads the configuration file — --config, else
+// $PLUGBOARD_CONFIG, else none — once the flags are parsed, and gives every
+// flag the command line left unset the file's value, unless an environment
+// variable wins over it (config.Apply: flags over environment over file).
+// The agents, grants and executors sections apply unless --agents,
+// --grants or --executors was given. A file with problems stops the
+// command (exit 2), listing them.
+func (b *boardFlags) applyConfig() error {
+	if !b.configDone {
+		b.configDone = true
+		b.configErr = b.loadConfig()
+	}
+	return b.configErr
+}
+
+func (b *boardFlags) loadConfig() error {
+	if b.fs == nil {
+		return nil
+	}
+	b.given = config.Given(b.fs)
+	path := b.configFile
+	if !b.given["config"] {
+		path = os.Getenv(config.EnvConfig)
+	}
+	if path == "" {
+		return nil
+	}
+	conf, err := config.Load(path)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if b.applied, err = conf.Apply(b.fs, os.Getenv); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	b.conf = conf
+	return nil
+}
+
 // agentEnvConfig is what --agent-env and --agent-env-drop say.
 func (b *boardFlags) agentEnvConfig() board.AgentEnv {
 	return board.AgentEnv{Set: b.agentEnv, Drop: b.agentEnvDrop}
 }
 
+// boardConfig is the task board's configuration the flags give (its data
+// directory and logger are the opener's).
+func (b *boardFlags) boardConfig() board.Config {
+	cfg := board.Config{ExecutorsFile: b.executors, Guard: b.guard,
+		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(),
+		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout}
+	if b.conf != nil && !b.given["executors"] {
+		cfg.Executors = b.conf.Executors
+	}
+	return cfg
+}
+
 // openBoard opens the task board in data.
 func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*board.Board, error) {
-	return board.Open(ctx, board.Config{DataDir: data, ExecutorsFile: b.executors, Guard: b.guard,
-		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(), Logger: log,
-		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout})
+	cfg := b.boardConfig()
+	cfg.DataDir, cfg.Logger = data, log
+	return board.Open(ctx, cfg)
 }
 
 type stringList []string
@@ -100,36 +159,42 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	h.audit.register(fs)
 }
 
-// policy loads the agents file once and checks --agent against it.
+// policy loads the agents — --agents FILE, else the configuration file's
+// agents section — once and checks --agent against them.
 func (h *hostFlags) policy() (*policy.Policy, error) {
 	if h.pol != nil {
 		return h.pol, nil
 	}
-	pol, err := policy.Load(h.agents)
-	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+	if err := h.applyConfig(); err != nil {
+		return nil, err
+	}
+	pol, from := h.confAgents()
+	if pol == nil {
+		var err error
+		if pol, err = policy.Load(h.agents); err != nil {
+			return nil, &exitError{code: 2, err: err}
+		}
 	}
 	if h.agent != "" {
-		if h.agents == "" {
-			return nil, usageError("--agent %s needs --agents FILE, which configures it", h.agent)
+		if from == "" {
+			return nil, usageError("--agent %s needs --agents FILE, or an agents section in the configuration file, which configures it", h.agent)
 		}
 		if _, ok := pol.Agent(h.agent); !ok {
-			return nil, usageError("--agent %s: no such agent in %s", h.agent, h.agents)
+			return nil, usageError("--agent %s: no such agent in %s", h.agent, from)
 		}
 	}
 	h.pol = pol
 	return pol, nil
 }
 
-// caller is the identity of unauthenticated sessions: --agent, else the
-// local identity.
-func (h *hostFlags) caller() *abi.Caller {
-	if h.agent != "" {
-		if c, ok := h.pol.Caller(h.agent); ok {
-			return c
-		}
+// confAgents returns the configuration file's agents section when it
+// applies (no --agents given), and where the agents come from: the file
+// --agents names, the configuration file's section, or "" for none.
+func (h *hostFlags) confAgents() (*policy.Policy, string) {
+	if h.conf != nil && h.conf.Agents != nil && !h.given["agents"] {
+		return h.conf.Agents, h.conf.File + " (agents section)"
 	}
-	return policy.Local()
+	return nil, h.agents
 }
 
 // dataDir is the --data value, else defaultDataDir, made absolute: the board
@@ -166,30 +231,12 @@ func defaultDataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "plugboard"), nil
 }
 
-// host is everything a loaded plugboard needs to dispatch calls.
-type host struct {
-	log        *slog.Logger
-	engine     *runtime.Engine
-	registry   *registry.Registry
-	dispatcher *dispatch.Dispatcher
-	board      *boardHandle
-	// policy is the agents configuration; caller the identity of
-	// unauthenticated sessions.
-	policy *policy.Policy
-	caller *abi.Caller
-	// mail is the mail system (the dispatcher's escalator); decisions the
-	// decision log (its auditor).
-	mail      *mail.Service
-	decisions *audit.Log
-	dataDir   string
-	// idempotency is the retention of request_id records.
-	idempotency idempotency.Config
-	// stopPruner ends the idempotency pruner and waits for it; nil when
-	// none runs.
-	stopPruner func()
-}
-
-func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
+// open opens the host the flags describe (see the host package, which
+// owns the parts and their lifecycle).
+func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host, error) {
+	if err := h.applyConfig(); err != nil {
+		return nil, err
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(h.logLevel)); err != nil {
 		return nil, usageError("--log-level: %v", err)
@@ -208,206 +255,29 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
 	if h.attempt == "" {
 		if wd, err := os.Getwd(); err == nil {
 			h.attempt = attemptOfDir(data, wd)
 		}
 	}
-	dirs := []string(h.plugins)
-	if len(dirs) == 0 {
-		dirs = []string{filepath.Join(data, "plugins")}
-		if err := os.MkdirAll(dirs[0], 0o755); err != nil {
-			return nil, fmt.Errorf("plugin directory: %w", err)
+	// The file's idempotency section, under the PLUGBOARD_IDEMPOTENCY_*
+	// variables.
+	idem, err := h.conf.IdempotencyConfig(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg := plughost.Config{
+		DataDir: data, PluginDirs: h.plugins, CallTimeout: h.callTimeout, MemoryLimitMiB: h.memoryMiB,
+		MaxInstances: h.maxInstances, Logger: log, Policy: pol, Agent: h.agent, GrantsFile: h.grants,
+		Board: h.boardConfig(), Audit: h.audit.options(), Idempotency: &idem,
+	}
+	if h.conf != nil {
+		if !h.given["grants"] {
+			cfg.Grants = h.conf.Grants
 		}
+		log.Info("configuration file", "file", h.conf.File, "applied", h.applied)
 	}
-	grantsPolicy, err := grants.Load(h.grants)
-	if err != nil {
-		return nil, err
-	}
-	idem, err := idempotency.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	idem.Logger = log
-	// A claim younger than the longest call must not go stale, or a slow
-	// call could run twice.
-	if longest := max(5*time.Minute, h.callTimeout); idem.InProgressTTL > 0 && idem.InProgressTTL < longest {
-		log.Warn("the request_id in-progress TTL is shorter than the longest call; a retry of a slow call may run it again",
-			"ttl", idem.InProgressTTL, "longest_call", longest, "env", idempotency.EnvInProgressTTL)
-	}
-	// The board opens (migrations, crash recovery) while plugins load:
-	// tools/list does not wait for it, a board call does.
-	bh := &boardHandle{ready: make(chan struct{})}
-	// The decision log (every call, and log_decision) and the mail system
-	// (mail tools, and escalations of calls that failed for good) keep
-	// their records in the board's store.
-	decisions := audit.NewWithOptions(bh.store, log, h.audit.options())
-	var directory mail.Agents
-	if h.agents != "" {
-		directory = mail.FromPolicy(pol)
-	}
-	mailSvc := mail.New(bh.store, mail.Options{Agents: directory, Logger: log})
-	go func() {
-		defer close(bh.ready)
-		bh.b, bh.err = h.openBoard(context.WithoutCancel(ctx), data, log)
-		if bh.err != nil {
-			log.Error("task board unavailable; board operations will fail", "data", data, "err", bh.err)
-			return
-		}
-		// Each caller reaches only the board work its scope holds (a
-		// WORKER its own task or attempt).
-		bh.api = boardapi.New(bh.b, log, boardapi.WithMail(mailSvc), boardapi.WithDecisions(decisions),
-			boardapi.WithScopes(pol.Scope))
-	}()
-	engine, err := runtime.New(ctx, runtime.Config{
-		CacheDir:         filepath.Join(data, "compiled"),
-		MemoryLimitPages: uint32(h.memoryMiB * 16),
-		MaxInstances:     h.maxInstances,
-		Logger:           log,
-		Board:            bh.handle,
-	})
-	if err != nil {
-		bh.close()
-		return nil, err
-	}
-	var conditions []string
-	if h.attempt != "" {
-		conditions = append(conditions, abi.WhenAttemptContext)
-	}
-	reg, err := registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: data, Engine: engine, Logger: log,
-		Grants: grantsPolicy, Conditions: conditions})
-	if err != nil {
-		_ = engine.Close(ctx)
-		bh.close()
-		return nil, err
-	}
-	// Keyed calls (tools declaring a request_id field) are deduplicated in
-	// the board's store; such a call waits for the board to open.
-	guard := idempotency.NewGuard(bh.idempotencyStore, idem)
-	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: h.callTimeout, Logger: log, Idempotency: guard,
-		Policy: pol, Auditor: decisions, Escalator: mailSvc})
-	log.Info("plugins loaded", "dirs", dirs, "plugins", len(reg.Plugins()), "tools", len(reg.Tools()), "problems", len(reg.Problems()),
-		"agents", len(pol.Agents()))
-	return &host{log: log, engine: engine, registry: reg, dispatcher: d, dataDir: data, board: bh, idempotency: idem,
-		policy: pol, caller: h.caller(), mail: mailSvc, decisions: decisions}, nil
-}
-
-// startPruner deletes expired request_id records now and periodically
-// until ctx ends or the host closes (see idempotency.Pruner).
-func (h *host) startPruner(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		idempotency.NewPruner(h.board.idempotencyStore, h.idempotency).Run(ctx)
-	}()
-	h.stopPruner = func() { cancel(); <-done }
-}
-
-// close waits up to shutdownGrace for calls in flight (their contexts are
-// cancelled by then, so they stop at their next loop check), then releases
-// the engine. If calls are still running, the engine is left to the process
-// exit: closing it would unmap memory a guest is still using.
-func (h *host) close(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
-	defer cancel()
-	if h.stopPruner != nil {
-		h.stopPruner() // it uses the board's store
-	}
-	// Calls in flight first: they still write decision-log rows and use
-	// the board. Then the decision log's queued rows, then the board (its
-	// processes: agents do not outlive the host that records them; and its
-	// store, which the log writes to).
-	callsDone := h.registry.Close(ctx)
-	if callsDone != nil {
-		h.log.Warn("plugin calls still running at shutdown; leaving them to the process exit", "err", callsDone)
-	}
-	if h.decisions != nil {
-		h.decisions.Close()
-	}
-	if err := h.board.close(); err != nil {
-		h.log.Warn("close board", "err", err)
-	}
-	if callsDone == nil {
-		_ = h.engine.Close(ctx)
-	}
-}
-
-const shutdownGrace = 10 * time.Second
-
-// boardHandle is the task board as it opens in the background.
-type boardHandle struct {
-	ready chan struct{}
-	b     *board.Board
-	api   *boardapi.API
-	err   error
-}
-
-// opened returns the board if it has finished opening successfully, nil
-// if it is still opening or failed to.
-func (bh *boardHandle) opened() *board.Board {
-	select {
-	case <-bh.ready:
-		if bh.err == nil {
-			return bh.b
-		}
-	default:
-	}
-	return nil
-}
-
-// handle serves the board host function once the board is open.
-func (bh *boardHandle) handle(ctx context.Context, granted func(string) bool, req []byte) (json.RawMessage, *abi.Envelope) {
-	select {
-	case <-bh.ready:
-	case <-ctx.Done():
-		return nil, abi.NewEnvelope(abi.CodeCancelled, "the call ended while the task board was opening", "retry the call")
-	}
-	if bh.err != nil {
-		return nil, abi.NewEnvelope(abi.CodeUnavailable, "the task board could not be opened: "+bh.err.Error(),
-			"the operator must fix the data directory (see the server log)")
-	}
-	return bh.api.Handle(ctx, granted, req)
-}
-
-// idempotencyStore returns the board's store for request_id records once
-// the board is open (an idempotency.StoreFunc).
-func (bh *boardHandle) idempotencyStore(ctx context.Context) (idempotency.Store, error) {
-	select {
-	case <-bh.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if bh.err != nil {
-		return nil, fmt.Errorf("the task board could not be opened: %w", bh.err)
-	}
-	return bh.b.Store(), nil
-}
-
-// store returns the board's store once the board is open (the decision
-// log's and the mail system's StoreFunc).
-func (bh *boardHandle) store(ctx context.Context) (*store.Store, error) {
-	select {
-	case <-bh.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if bh.err != nil {
-		return nil, fmt.Errorf("the task board could not be opened: %w", bh.err)
-	}
-	return bh.b.Store(), nil
-}
-
-// close waits for the board to open, then closes it.
-func (bh *boardHandle) close() error {
-	<-bh.ready
-	if bh.b == nil {
-		return nil
-	}
-	return bh.b.Close()
+	return plughost.Open(ctx, cfg)
 }
 
 // attemptOfDir returns the attempt whose worktree holds dir — a server

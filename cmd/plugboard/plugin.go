@@ -19,26 +19,26 @@ import (
 	"github.com/plugboard/plugboard/host/wasmfile"
 )
 
-func cmdPluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plugin build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func pluginBuildCommand(fs *flag.FlagSet) runFunc {
 	out := fs.String("o", "", "output .wasm file (default: NAME.wasm in the current directory)")
-	if err := fs.Parse(reorder(args)); err != nil {
-		return &exitError{code: 2, err: errSilent}
+	return func(ctx context.Context, in *invocation) error {
+		if err := in.nargs(1, 1); err != nil {
+			return err
+		}
+		return pluginBuild(ctx, in.args[0], *out, in.stdout)
 	}
-	if fs.NArg() != 1 {
-		return usageError("plugin build needs exactly one plugin source directory")
-	}
-	dir := fs.Arg(0)
-	if *out == "" {
+}
+
+func pluginBuild(ctx context.Context, dir, out string, stdout io.Writer) error {
+	if out == "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
 			return err
 		}
-		*out = filepath.Base(abs) + ".wasm"
+		out = filepath.Base(abs) + ".wasm"
 	}
 	start := time.Now()
-	m, err := build.Plugin(ctx, dir, *out, build.Options{})
+	m, err := build.Plugin(ctx, dir, out, build.Options{})
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func cmdPluginBuild(ctx context.Context, args []string, stdout, stderr io.Writer
 	for _, t := range m.Tools {
 		names = append(names, t.Name)
 	}
-	fmt.Fprintf(stdout, "built %s: plugin %s %s, tools: %s (%s)\n", *out, m.Plugin.Name, m.Plugin.Version,
+	fmt.Fprintf(stdout, "built %s: plugin %s %s, tools: %s (%s)\n", out, m.Plugin.Name, m.Plugin.Version,
 		strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -66,17 +66,17 @@ type inspection struct {
 	imports        []wasmfile.Import
 }
 
-func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plugin inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func pluginInspectCommand(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(reorder(args)); err != nil {
-		return &exitError{code: 2, err: errSilent}
+	return func(ctx context.Context, in *invocation) error {
+		if err := in.nargs(1, 1); err != nil {
+			return err
+		}
+		return pluginInspect(ctx, in.args[0], *asJSON, in.stdout)
 	}
-	if fs.NArg() != 1 {
-		return usageError("plugin inspect needs exactly one .wasm file")
-	}
-	path := fs.Arg(0)
+}
+
+func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writer) error {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 			in.Problems = append(in.Problems, err.Error())
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(in); err != nil {

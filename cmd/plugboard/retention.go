@@ -2,12 +2,11 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/plugboard/plugboard/host/audit"
+	"github.com/plugboard/plugboard/host/config"
 )
 
 // auditFlags bound the decision log (host/audit): what a row keeps of each
@@ -34,19 +33,17 @@ func (a *auditFlags) options() audit.Options {
 }
 
 // byteSize is a flag of a size in bytes: a whole number with an optional
-// unit, KiB, MiB or GiB (K, KB, M, MB, G, GB mean the same binary units).
+// unit, KiB, MiB or GiB (K, KB, M, MB, G, GB mean the same binary units;
+// config.ParseByteSize, which the configuration file's sizes share).
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
 
 func (b *byteSize) Set(s string) error {
-	num := strings.TrimRightFunc(strings.TrimSpace(s), func(r rune) bool { return r >= 'A' && r <= 'z' })
-	unit := strings.ToUpper(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), num)))
-	shift, ok := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30}[unit]
-	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-	if !ok || err != nil || n < 0 || n > (1<<62)>>shift {
-		return fmt.Errorf("want a size such as 1048576, 512KiB or 64MiB, got %q", s)
+	n, err := config.ParseByteSize(s)
+	if err != nil {
+		return err
 	}
-	*b = byteSize(n << shift)
+	*b = byteSize(n)
 	return nil
 }

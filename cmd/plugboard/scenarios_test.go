@@ -430,7 +430,7 @@ func idleAttempt(t *testing.T, b *board.Board, projectID string) string {
 		t.Fatal(err)
 	}
 	st := b.Store()
-	a := boardAttempt(task.ID)
+	a := boardAttempt(task.TaskID)
 	if err := st.CreateAttempt(ctx, a, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func newScopeWorld(t *testing.T) scopeWorld {
 		if err != nil {
 			t.Fatal(err)
 		}
-		started, err := b.StartTaskAttempt(ctx, board.StartArgs{TaskID: task.ID, Executor: "shell"})
+		started, err := b.StartTaskAttempt(ctx, board.StartArgs{TaskID: task.TaskID, Executor: "shell"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func newScopeWorld(t *testing.T) scopeWorld {
 				t.Fatal(err)
 			}
 			if st.State == board.StateCompleted {
-				return task.ID, started.AttemptID, st
+				return task.TaskID, started.AttemptID, st
 			}
 			if st.State == board.StateFailed || ctx.Err() != nil {
 				t.Fatalf("attempt %s did not complete: %+v", title, st)

@@ -17,14 +17,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugboard/plugboard/abi"
+	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/mcpserver"
 	"github.com/plugboard/plugboard/host/policy"
 )
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// serveCommand is the serve row of the command table.
+func serveCommand(fs *flag.FlagSet) runFunc {
 	var hf hostFlags
 	hf.register(fs)
 	warm := fs.Bool("warm", true, "compile plugins in the background at start-up so first calls are fast")
@@ -32,17 +31,26 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	watch := fs.Duration("watch", 2*time.Second, "poll the plugin directories this often and serve plugins added, removed or changed while running (clients get list_changed); 0 turns it off")
 	var hc httpFlags
 	hc.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2, err: errSilent}
+	return func(ctx context.Context, in *invocation) error {
+		if err := in.nargs(0, 0); err != nil {
+			return err
+		}
+		return serve(ctx, in.stderr, &hf, &hc, *warm, *cpuProfile, *watch)
 	}
-	if fs.NArg() > 0 {
-		return usageError("serve takes no arguments, got %q", fs.Args())
-	}
-	// Read the agents file and listen before loading plugins, so a bad
-	// file, a taken port or a missing token fails at once.
+}
+
+// serve runs the server the flags describe until ctx ends or, on stdio,
+// the client leaves.
+func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, warm bool, cpuProfile string, watch time.Duration) error {
+	// Read the configuration and agents files and listen before loading
+	// plugins, so a bad file, a taken port or a missing token fails at
+	// once.
 	pol, err := hf.policy()
 	if err != nil {
 		return err
+	}
+	if hf.conf != nil && !hf.given["http-token-file"] && hc.tokenFile != "" {
+		hc.tokenFileFrom = hf.conf.File + ": http.token_file " + hc.tokenFile
 	}
 	var ln net.Listener
 	var httpOpts mcpserver.HTTPOptions
@@ -51,11 +59,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		defer ln.Close()
-	} else if hc.token != "" || hc.tokenFile != "" {
+	} else if hf.given["http-token"] || hf.given["http-token-file"] {
+		// The configuration file's http.token_file waits for an http.addr
+		// or --http; a flag given for nothing is a mistake.
 		return usageError("--http-token and --http-token-file need --http ADDR")
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -68,22 +78,18 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer h.close(context.WithoutCancel(ctx))
-	h.startPruner(ctx)
+	defer h.Close(context.WithoutCancel(ctx))
+	h.StartPruner(ctx)
 	// A session the transport did not authenticate (stdio, HTTP without
 	// tokens) is --agent or the local identity; a bearer token's identity
 	// is its agent (or local, for --http-token). tools/list shows each only
 	// what it may call.
-	mopts := mcpserver.Options{Name: "plugboard", Version: version, Logger: h.log, Caller: h.caller,
-		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c },
-		Auditor: h.decisions}
-	srv := mcpserver.New(h.registry, h.dispatcher, mopts)
-	// A connected recipient hears of new mail as a log notification.
-	h.mail.SetNotifier(mcpserver.NewMailNotifier(srv, mopts))
-	if *warm {
-		h.registry.Warm(ctx, 1, h.log)
+	mopts := h.ServerOptions("plugboard", version)
+	srv := h.Server(mopts)
+	if warm {
+		h.Registry().Warm(ctx, 1, h.Logger())
 	}
-	go h.registry.Watch(ctx, *watch)
+	go h.Registry().Watch(ctx, watch)
 	if ln == nil {
 		err = srv.Run(ctx, &mcp.StdioTransport{})
 		if ctx.Err() != nil {
@@ -91,15 +97,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	httpOpts.Logger = h.log
-	httpOpts.ShutdownGrace = shutdownGrace
-	httpOpts.Execute = mcpserver.REST(h.dispatcher, mopts)
+	httpOpts.Logger = h.Logger()
+	httpOpts.ShutdownGrace = plughost.ShutdownGrace
+	httpOpts.Execute = mcpserver.REST(h.Dispatcher(), mopts)
 	hs := mcpserver.NewHTTP(srv, httpOpts)
 	auth := "none"
 	if httpOpts.Authenticate != nil {
 		auth = "bearer token"
 	}
-	h.log.Info("HTTP transport", "loopback", httpOpts.Loopback, "auth", auth, "read_timeout", hc.readTimeout,
+	h.Logger().Info("HTTP transport", "loopback", httpOpts.Loopback, "auth", auth, "read_timeout", hc.readTimeout,
 		"session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions)
 	// One parseable line: tests and scripts read the URL (and so the port
 	// chosen for ADDR:0) from it.
@@ -107,9 +113,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return hs.Serve(ctx, ln)
 }
 
-// httpFlags select the streamable HTTP transport.
+// httpFlags select the streamable HTTP transport. The configuration
+// file's http section gives them values (host/config).
 type httpFlags struct {
 	addr, token, tokenFile string
+	// tokenFileFrom names where tokenFile came from when not from the
+	// command line (the configuration file), for errors.
+	tokenFileFrom string
 	// readTimeout, sessionIdle and maxSessions bound what one client can
 	// hold (mcpserver.HTTPOptions).
 	readTimeout, sessionIdle time.Duration
@@ -203,9 +213,15 @@ func (f *httpFlags) resolveToken() (string, string, error) {
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
+			if f.tokenFileFrom != "" {
+				return "", "", fmt.Errorf("%s: %w", f.tokenFileFrom, err)
+			}
 			return "", "", fmt.Errorf("--http-token-file: %w", err)
 		}
 		token, from = strings.TrimSpace(string(b)), "--http-token-file "+f.tokenFile
+		if f.tokenFileFrom != "" {
+			from = f.tokenFileFrom
+		}
 		if token == "" {
 			return "", "", &exitError{code: 2, err: fmt.Errorf("%s is empty", from)}
 		}

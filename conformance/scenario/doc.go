@@ -6,7 +6,8 @@
 // (host/board: a project over a git repository); it must not know plugin
 // internals, so a team that replaces a first-party plugin can prove with the
 // same pack that the spec still holds. `plugboard conformance --scenarios`
-// delegates to Main; conformance/scenarios holds the packs.
+// runs it through CLI (Main is the same as a function); conformance/scenarios
+// holds the packs.
 //
 // # Running
 //

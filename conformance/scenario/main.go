@@ -12,8 +12,8 @@ import (
 	"strings"
 )
 
-// Usage is the usage text of Main.
-const Usage = `Usage: plugboard conformance --scenarios PACK [PLUGIN_DIR]... [--plugins DIR]... [flags]
+// usageHead opens Main's usage text; the flags follow (PrintDefaults).
+const usageHead = `Usage: plugboard conformance --scenarios PACK [PLUGIN_DIR]... [--plugins DIR]... [flags]
 
 Runs the scenario pack PACK (JSON) against live servers: for each scenario, a
 fresh board (temporary data directory, git repository, project) and its own
@@ -21,15 +21,6 @@ fresh board (temporary data directory, git repository, project) and its own
 scenario passes, 1 when one fails, 2 on misuse or a pack that does not load.
 
 Flags:
-  --scenarios PACK   the scenario pack, e.g. conformance/scenarios/first-party.json
-  --plugins DIR      a plugin folder served in every scenario; repeatable (also positional)
-  --run REGEX        run only the scenarios whose id or name matches
-  --json             print the report as JSON instead of text
-  --junit FILE       also write the report as JUnit XML to FILE
-  --parallel N       scenarios run at once (default 2)
-  --binary FILE      the plugboard binary to serve with (default: this one)
-  --cache DIR        compiled-code cache to share across runs (default: a temporary one)
-  --keep             keep the board, repository and server log of each scenario that does not pass
 `
 
 type multiFlag []string
@@ -37,27 +28,40 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// CLI is the command line of a pack run, `plugboard conformance --scenarios
+// PACK [PLUGIN_DIR]...`: Register puts its flags on a flag set (plugboard's
+// command table does, and Main), Run runs what they say.
+type CLI struct {
+	pack    string
+	asJSON  bool
+	junit   string
+	plugins multiFlag
+	opts    Options
+}
+
+// Register defines the flags on fs.
+func (c *CLI) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.pack, "scenarios", "", "the scenario pack (JSON) to run, e.g. conformance/scenarios/first-party.json")
+	fs.Var(&c.plugins, "plugins", "a plugin folder served in every scenario (repeatable; folders may also be given as arguments)")
+	fs.StringVar(&c.opts.Filter, "run", "", "run only the scenarios whose id or name matches this regular expression")
+	fs.BoolVar(&c.asJSON, "json", false, "print the report as JSON instead of text")
+	fs.StringVar(&c.junit, "junit", "", "also write the report as JUnit XML to this file")
+	fs.IntVar(&c.opts.Parallel, "parallel", 2, "scenarios run at once")
+	fs.StringVar(&c.opts.Binary, "binary", "", "the plugboard binary to serve with (default: this one)")
+	fs.StringVar(&c.opts.CacheDir, "cache", "", "compiled-code cache to share across runs (default: a temporary one)")
+	fs.BoolVar(&c.opts.Keep, "keep", false, "keep the board, repository and server log of each scenario that does not pass")
+}
+
 // Main implements `plugboard conformance --scenarios PACK ...`; args are
 // the command's arguments (without "conformance"). Progress lines go to
 // stderr, the report to stdout. It returns the exit status: 0 every
 // scenario passed, 1 one did not, 2 misuse or a pack that does not load.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c CLI
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, Usage) }
-	var (
-		plugins  multiFlag
-		opts     Options
-		packPath = fs.String("scenarios", "", "")
-		asJSON   = fs.Bool("json", false, "")
-		junit    = fs.String("junit", "", "")
-	)
-	fs.Var(&plugins, "plugins", "")
-	fs.StringVar(&opts.Filter, "run", "", "")
-	fs.IntVar(&opts.Parallel, "parallel", 2, "")
-	fs.StringVar(&opts.Binary, "binary", "", "")
-	fs.StringVar(&opts.CacheDir, "cache", "", "")
-	fs.BoolVar(&opts.Keep, "keep", false, "")
+	fs.Usage = func() { fmt.Fprint(stderr, usageHead); fs.PrintDefaults() }
+	c.Register(fs)
 	// Flags and plugin folders may be interleaved.
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
@@ -69,29 +73,41 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if fs.NArg() == 0 {
 			break
 		}
-		plugins = append(plugins, fs.Arg(0))
+		c.plugins = append(c.plugins, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	if *packPath == "" {
-		fmt.Fprint(stderr, "conformance: --scenarios PACK is required\n\n"+Usage)
+	if c.pack == "" {
+		fmt.Fprint(stderr, "conformance: --scenarios PACK is required\n\n")
+		fs.Usage()
 		return 2
 	}
-	opts.PluginDirs = plugins
+	return c.Run(ctx, nil, stdout, stderr)
+}
+
+// Run runs the pack with the plugin folders of --plugins, then dirs. It
+// returns the exit status, as Main does.
+func (c *CLI) Run(ctx context.Context, dirs []string, stdout, stderr io.Writer) int {
+	if c.pack == "" {
+		fmt.Fprintln(stderr, "conformance: --scenarios PACK is required")
+		return 2
+	}
+	opts := c.opts
+	opts.PluginDirs = append(append([]string(nil), c.plugins...), dirs...)
 	opts.Stderr = stderr
-	rep, err := Run(ctx, *packPath, opts)
+	rep, err := Run(ctx, c.pack, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "conformance: %v\n", err)
 		return 2
 	}
-	if *asJSON {
+	if c.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)
 	} else {
-		WriteText(stdout, rep, *packPath)
+		WriteText(stdout, rep, c.pack)
 	}
-	if *junit != "" {
-		f, err := os.Create(*junit)
+	if c.junit != "" {
+		f, err := os.Create(c.junit)
 		if err == nil {
 			err = WriteJUnit(f, rep)
 			if cerr := f.Close(); err == nil {
@@ -99,7 +115,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "conformance: write %s: %v\n", *junit, err)
+			fmt.Fprintf(stderr, "conformance: write %s: %v\n", c.junit, err)
 			return 2
 		}
 	}

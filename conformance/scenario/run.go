@@ -363,13 +363,14 @@ func (env *environment) scenario(ctx context.Context, setup Setup, sc Scenario, 
 }
 
 // cleanEnv is the environment of git and the server: the runner's, without
-// what would point them at another board, attempt or repository.
+// what would point them at another board, attempt, configuration file or
+// repository.
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PLUGBOARD_DATA", "PLUGBOARD_ATTEMPT_ID", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+		case "PLUGBOARD_DATA", "PLUGBOARD_ATTEMPT_ID", "PLUGBOARD_CONFIG", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
 			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES":
 			continue
 		}
@@ -441,12 +442,12 @@ func makeBoard(ctx context.Context, data, repo string, setup Setup, vs *vars) (s
 	// An attempt as it is between its creation and its first process: no
 	// worktree, session or process.
 	now := store.Now()
-	a := store.Attempt{ID: store.NewID(), TaskID: task.ID, Branch: "pb/conformance-idle", Executor: "SHELL",
+	a := store.Attempt{ID: store.NewID(), TaskID: task.TaskID, Branch: "pb/conformance-idle", Executor: "SHELL",
 		Variant: "DEFAULT", Dir: filepath.Join(filepath.Dir(data), "idle-attempt"), CreatedAt: now, UpdatedAt: now}
 	if err := b.Store().CreateAttempt(ctx, a, nil); err != nil {
 		return "", fmt.Errorf("record the idle attempt: %w", err)
 	}
-	vs.set("task_id", task.ID)
+	vs.set("task_id", task.TaskID)
 	vs.set("attempt_id", a.ID)
 	return a.ID, nil
 }

@@ -40,6 +40,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/store"
 	"github.com/plugboard/plugboard/host/dispatch"
 )
@@ -372,11 +373,9 @@ func Capped(b []byte, max int) json.RawMessage {
 	}
 }
 
-// Entry identifies a deliberate decision-log entry.
-type Entry struct {
-	LogID     string `json:"log_id"`
-	Timestamp string `json:"timestamp"`
-}
+// Entry identifies a deliberate decision-log entry: the answer of
+// log_decision (abi/tasks).
+type Entry = tasks.DecisionOut
 
 // ErrNoCaller refuses a deliberate entry without an identity.
 var ErrNoCaller = errors.New("audit: a decision needs a caller identity")

@@ -52,7 +52,7 @@ func fakeFixture(t *testing.T, cfg Config) fixture {
 func (f fixture) startFake(t *testing.T, prompt string) StartResult {
 	t.Helper()
 	task := f.task(t, "fake", prompt)
-	res, err := f.b.StartTaskAttempt(context.Background(), StartArgs{TaskID: task.ID, Executor: "FAKE"})
+	res, err := f.b.StartTaskAttempt(context.Background(), StartArgs{TaskID: task.TaskID, Executor: "FAKE"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +161,12 @@ func TestRootRequiresEnv(t *testing.T) {
 	t.Setenv("IS_SANDBOX", "")
 	f := fakeFixture(t, Config{ExecutorsFile: file, RunningAsRoot: &root})
 	task := f.task(t, "fake", "p")
-	_, err := f.b.StartTaskAttempt(context.Background(), StartArgs{TaskID: task.ID, Executor: "FAKE"})
+	_, err := f.b.StartTaskAttempt(context.Background(), StartArgs{TaskID: task.TaskID, Executor: "FAKE"})
 	env := envelope(t, err, abi.CodeInvalidArgument)
 	if !strings.Contains(env.Hint, "--agent-env IS_SANDBOX=1") || !strings.Contains(env.Message, "cannot run as root") {
 		t.Fatalf("envelope = %+v", env)
 	}
-	if list, _ := f.b.ListTaskAttempts(context.Background(), TaskArgs{TaskID: task.ID}); len(list.Attempts) != 0 {
+	if list, _ := f.b.ListTaskAttempts(context.Background(), TaskArgs{TaskID: task.TaskID}); len(list.Attempts) != 0 {
 		t.Fatalf("a refused start created an attempt: %+v", list)
 	}
 

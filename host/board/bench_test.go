@@ -50,7 +50,7 @@ func BenchmarkStartAttempt(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		res, err := bd.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "SHELL"})
+		res, err := bd.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL"})
 		if err != nil {
 			b.Fatal(err)
 		}

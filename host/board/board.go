@@ -41,6 +41,9 @@ type Config struct {
 	// ExecutorsFile is an optional JSON file of executor profiles that add
 	// to or replace the built-in ones.
 	ExecutorsFile string
+	// Executors, when set, are the profiles instead (ExecutorsFile is then
+	// not read): the executors section of the configuration file.
+	Executors *executor.Registry
 	// Guard is the diff guard preset name ("" = balanced).
 	Guard string
 	// StopGrace overrides DefaultStopGrace.
@@ -125,9 +128,11 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	if err != nil {
 		return nil, fmt.Errorf("board: %w", err)
 	}
-	execs, err := executor.Load(cfg.ExecutorsFile)
-	if err != nil {
-		return nil, fmt.Errorf("board: %w", err)
+	execs := cfg.Executors
+	if execs == nil {
+		if execs, err = executor.Load(cfg.ExecutorsFile); err != nil {
+			return nil, fmt.Errorf("board: %w", err)
+		}
 	}
 	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "board.db"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/store"
 )
 
@@ -81,7 +82,7 @@ func newFixture(t *testing.T, specs ...RepoSpec) fixture {
 	return fixture{b: b, project: p, repo: repo}
 }
 
-func (f fixture) task(t *testing.T, title, script string) store.Task {
+func (f fixture) task(t *testing.T, title, script string) tasks.Task {
 	t.Helper()
 	task, err := f.b.CreateTask(context.Background(), CreateTaskArgs{ProjectID: f.project.ID, Title: title, Description: script})
 	if err != nil {
@@ -171,7 +172,7 @@ func envelope(t *testing.T, err error, code string) *abi.Envelope {
 	return env
 }
 
-func entryContents(t *testing.T, es []store.LogEntry) []string {
+func entryContents(t *testing.T, es []LogEntry) []string {
 	t.Helper()
 	out := make([]string, len(es))
 	for i, e := range es {
@@ -196,11 +197,11 @@ rm old.txt
 for i in $(seq 1 120); do echo "line $i"; done
 echo "to stderr" >&2`
 	task := f.task(t, "Edit the readme", script)
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	if !strings.HasPrefix(res.WorkspaceBranch, "pb/"+res.AttemptID[:8]+"-edit-the-readme") {
 		t.Fatalf("branch = %q", res.WorkspaceBranch)
 	}
-	if got, _ := f.b.GetTask(ctx, TaskArgs{TaskID: task.ID}); got.Status != store.StatusInProgress && got.Status != store.StatusInReview {
+	if got, _ := f.b.GetTask(ctx, TaskArgs{TaskID: task.TaskID}); got.Status != store.StatusInProgress && got.Status != store.StatusInReview {
 		t.Fatalf("task status after start = %s", got.Status)
 	}
 	st := settle(t, f.b, res.AttemptID)
@@ -264,7 +265,7 @@ echo "to stderr" >&2`
 		t.Fatalf("tail page: %d entries, page %+v", len(page.Entries), page.Page)
 	}
 	older, err := f.b.TailAttemptLogs(ctx, LogsArgs{AttemptID: res.AttemptID, Limit: 50, Cursor: page.Page.NextCursor})
-	if err != nil || older.Entries[len(older.Entries)-1].Index != total-51 {
+	if err != nil || older.Entries[len(older.Entries)-1].EntryIndex != total-51 {
 		t.Fatalf("older page = %+v, %v", older.Page, err)
 	}
 	seen := map[string]bool{}
@@ -311,13 +312,13 @@ echo "to stderr" >&2`
 		list.Tasks[0].LastAttemptFailed || *list.Tasks[0].LatestSessionExecutor != "SHELL" {
 		t.Fatalf("list_tasks = %+v", list.Tasks)
 	}
-	attempts, _ := f.b.ListTaskAttempts(ctx, TaskArgs{TaskID: task.ID})
+	attempts, _ := f.b.ListTaskAttempts(ctx, TaskArgs{TaskID: task.TaskID})
 	if *attempts.LatestAttemptID != res.AttemptID || *attempts.LatestSessionID != *st.LatestSessionID {
 		t.Fatalf("list_task_attempts = %+v", attempts)
 	}
 
 	// Deleting the task removes its worktree and branch.
-	del, err := f.b.DeleteTask(ctx, TaskArgs{TaskID: task.ID})
+	del, err := f.b.DeleteTask(ctx, TaskArgs{TaskID: task.TaskID})
 	if err != nil || !del.Deleted || del.RemovedWorktrees != 1 {
 		t.Fatalf("delete = %+v, %v", del, err)
 	}
@@ -334,7 +335,7 @@ echo "to stderr" >&2`
 func TestFailedProcessStatus(t *testing.T) {
 	f := newFixture(t)
 	task := f.task(t, "fail", "echo about to fail; exit 3")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	st := settle(t, f.b, res.AttemptID)
 	if st.State != StateFailed || st.FailureSummary == nil || *st.FailureSummary != "failed (exit_code=3)" {
 		t.Fatalf("status = %+v", st)
@@ -351,7 +352,7 @@ func TestQueuedFollowUpRunsAfterSuccess(t *testing.T) {
 	// The first run waits for a file, so the queue call surely lands while it runs.
 	gate := filepath.Join(t.TempDir(), "go")
 	task := f.task(t, "queue", "while [ ! -e "+gate+" ]; do sleep 0.02; done; echo first run")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	st := waitState(t, f.b, res.AttemptID, StateRunning)
 
 	// send while running → process_running with a hint to queue or stop.
@@ -407,7 +408,7 @@ func TestQueuedFollowUpDiscardedAfterFailure(t *testing.T) {
 	f := newFixture(t)
 	gate := filepath.Join(t.TempDir(), "go")
 	task := f.task(t, "queue", "while [ ! -e "+gate+" ]; do sleep 0.02; done; exit 1")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	waitState(t, f.b, res.AttemptID, StateRunning)
 	if _, err := f.b.FollowUp(ctx, FollowUpArgs{Action: ActionQueue, AttemptID: res.AttemptID, Prompt: "echo never"}); err != nil {
 		t.Fatal(err)
@@ -439,14 +440,14 @@ func TestStopIgnoringSIGINT(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
 			task := f.task(t, "stubborn", "trap '' INT; echo ready; while true; do sleep 0.05; done")
-			res := f.start(t, task.ID)
+			res := f.start(t, task.TaskID)
 			waitLog(t, f.b, res.AttemptID, "ready")
 			// Stopping also discards a queued follow-up.
 			f.b.FollowUp(ctx, FollowUpArgs{Action: ActionQueue, AttemptID: res.AttemptID, Prompt: "echo never"})
 			began := time.Now()
 			stop, err := f.b.StopAttempt(ctx, StopArgs{AttemptID: res.AttemptID, Force: force})
 			took := time.Since(began)
-			if err != nil || len(stop.Stopped) != 1 || stop.State != StateFailed || !stop.DiscardedQueued ||
+			if err != nil || len(stop.Stopped) != 1 || stop.State != StateFailed || !stop.DiscardedQueuedFollowUp ||
 				stop.TaskStatus != store.StatusInReview {
 				t.Fatalf("stop = %+v, %v", stop, err)
 			}
@@ -479,7 +480,7 @@ func TestSetupAndCleanupScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	task, _ := b.CreateTask(ctx, CreateTaskArgs{ProjectID: p.ID, Title: "t", Description: "cat setup.out > agent.out"})
-	res, err := b.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "SHELL"})
+	res, err := b.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL"})
 	if err != nil || res.RunReason != store.ReasonSetupScript {
 		t.Fatalf("start = %+v, %v", res, err)
 	}
@@ -516,7 +517,7 @@ func TestMultiRepoAttempt(t *testing.T) {
 		t.Fatalf("repos = %+v", repos)
 	}
 	task, _ := b.CreateTask(ctx, CreateTaskArgs{ProjectID: p.ID, Title: "both", Description: "echo x >> front/index.html; echo y > back/new.go"})
-	res, err := b.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "SHELL"})
+	res, err := b.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL"})
 	if err != nil || len(res.Repos) != 2 {
 		t.Fatalf("start = %+v, %v", res, err)
 	}
@@ -534,7 +535,7 @@ func TestMultiRepoAttempt(t *testing.T) {
 		t.Fatalf("patch = %s", patch.Patch)
 	}
 	// Selecting one repo makes a one-repo attempt.
-	one, err := b.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "SHELL", Repos: []StartRepoArg{{RepoID: repos.Repos[1].RepoID}}})
+	one, err := b.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL", Repos: []StartRepoArg{{RepoID: repos.Repos[1].RepoID}}})
 	if err != nil || len(one.Repos) != 1 || one.Repos[0].RepoName != "front" {
 		t.Fatalf("one-repo start = %+v, %v", one, err)
 	}
@@ -546,7 +547,7 @@ func TestGuardBlocksFileList(t *testing.T) {
 	f := newFixture(t)
 	f.b.guard.MaxFiles = 2
 	task := f.task(t, "many", "for i in 1 2 3; do echo $i > f$i.txt; done")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	settle(t, f.b, res.AttemptID)
 	ch, err := f.b.GetAttemptChanges(ctx, ChangesArgs{AttemptID: res.AttemptID})
 	if err != nil || !ch.Blocked || *ch.BlockedReason != BlockedThresholdExceeded || len(ch.Files) != 0 || ch.Summary.FileCount != 3 || ch.Hint == "" {
@@ -562,9 +563,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	task := f.task(t, "x", "true")
-	_, err := f.b.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "NO_SUCH"})
+	_, err := f.b.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "NO_SUCH"})
 	envelope(t, err, abi.CodeInvalidArgument)
-	_, err = f.b.StartTaskAttempt(ctx, StartArgs{TaskID: task.ID, Executor: "SHELL", Variant: "PLAN"})
+	_, err = f.b.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL", Variant: "PLAN"})
 	envelope(t, err, abi.CodeInvalidArgument)
 	_, err = f.b.StartTaskAttempt(ctx, StartArgs{TaskID: "not-a-uuid", Executor: "SHELL"})
 	envelope(t, err, abi.CodeInvalidArgument)
@@ -576,7 +577,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	envelope(t, err, abi.CodeMissingRequired)
 	_, err = f.b.ListTasks(ctx, ListTasksArgs{ProjectID: f.project.ID, Status: "doing"})
 	envelope(t, err, abi.CodeInvalidArgument)
-	got, _ := f.b.GetTask(ctx, TaskArgs{TaskID: task.ID})
+	got, _ := f.b.GetTask(ctx, TaskArgs{TaskID: task.TaskID})
 	if got.Status != store.StatusTodo || got.LatestAttemptID != nil {
 		t.Fatalf("task changed by bad input: %+v", got)
 	}
@@ -591,7 +592,7 @@ func TestStopFromAnotherHost(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	task := f.task(t, "long", "echo ready; sleep 30")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	waitLog(t, f.b, res.AttemptID, "ready")
 	other := openBoard(t, Config{DataDir: f.b.cfg.DataDir})
 	stop, err := other.StopAttempt(ctx, StopArgs{AttemptID: res.AttemptID})
@@ -612,13 +613,13 @@ func TestRecoverMarksOrphansKilled(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	task := f.task(t, "t", "true")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	settle(t, f.b, res.AttemptID)
 	se, err := f.b.store.LatestSession(ctx, res.AttemptID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.b.store.SetTaskStatus(ctx, task.ID, store.StatusInProgress)
+	f.b.store.SetTaskStatus(ctx, task.TaskID, store.StatusInProgress)
 	orphan := &store.Process{AttemptID: res.AttemptID, SessionID: &se.ID, RunReason: store.ReasonCodingAgent,
 		Command: "claude", Owner: "999999999/gone", PID: 999999999, Identity: "old-boot/1"}
 	live := &store.Process{AttemptID: res.AttemptID, RunReason: store.ReasonDevServer, Command: "npm run dev", Owner: f.b.owner}
@@ -650,10 +651,10 @@ func TestEventsRecorded(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	task := f.task(t, "events", "exit 4")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	settle(t, f.b, res.AttemptID)
 	created, err := f.b.store.ListEvents(ctx, store.EventTaskCreated, 0, 0)
-	if err != nil || len(created) != 1 || created[0].SubjectID != task.ID {
+	if err != nil || len(created) != 1 || created[0].SubjectID != task.TaskID {
 		t.Fatalf("task.created = %+v, %v", created, err)
 	}
 	var finished []store.Event

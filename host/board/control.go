@@ -8,45 +8,29 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/procsup"
 	"github.com/plugboard/plugboard/host/board/store"
 )
 
-// Follow-up actions.
+// Follow-up actions (tasks.Action values).
 const (
-	ActionSend   = "send"
-	ActionQueue  = "queue"
-	ActionCancel = "cancel"
+	ActionSend   = tasks.ActionSend
+	ActionQueue  = tasks.ActionQueue
+	ActionCancel = tasks.ActionCancel
 )
 
-// FollowUpArgs are follow_up's arguments.
-type FollowUpArgs struct {
-	Action    string `json:"action"`
-	AttemptID string `json:"attempt_id,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-	Prompt    string `json:"prompt,omitempty"`
-	Variant   string `json:"variant,omitempty"`
-}
+// FollowUpArgs are follow_up's arguments (without request_id, which stays
+// with the host's idempotency).
+type FollowUpArgs = tasks.FollowUpArgs
 
 // FollowUpResult answers follow_up.
-type FollowUpResult struct {
-	Action             string      `json:"action"`
-	AttemptID          string      `json:"attempt_id"`
-	SessionID          string      `json:"session_id"`
-	ExecutionProcessID *string     `json:"execution_process_id"`
-	Queue              QueueStatus `json:"queue"`
-}
+type FollowUpResult = tasks.FollowUpOut
 
-// QueueStatus is a session's follow-up queue.
-type QueueStatus struct {
-	Queued   bool    `json:"queued"`
-	Prompt   *string `json:"prompt"`
-	Variant  *string `json:"variant"`
-	QueuedAt *string `json:"queued_at"`
-	// ProcessRunning says whether a coding agent runs now; a queued
-	// message starts only when that run completes successfully.
-	ProcessRunning bool `json:"process_running"`
-}
+// QueueStatus is a session's follow-up queue. ProcessRunning says whether
+// a coding agent runs now; a queued message starts only when that run
+// completes successfully.
+type QueueStatus = tasks.QueueStatus
 
 // FollowUp sends a prompt to a session (a new coding-agent run), queues
 // one for when the running process completes, or cancels the queue.
@@ -54,7 +38,7 @@ func (b *Board) FollowUp(ctx context.Context, a FollowUpArgs) (FollowUpResult, e
 	switch a.Action {
 	case ActionSend, ActionQueue:
 		if strings.TrimSpace(a.Prompt) == "" {
-			return FollowUpResult{}, abi.NewEnvelope(abi.CodeMissingRequired, "prompt is required for action="+a.Action,
+			return FollowUpResult{}, abi.NewEnvelope(abi.CodeMissingRequired, "prompt is required for action="+string(a.Action),
 				"pass prompt with the message for the agent").WithDetail("field", "prompt")
 		}
 	case ActionCancel:
@@ -168,22 +152,10 @@ func (b *Board) send(ctx context.Context, se store.Session, prompt, variant stri
 }
 
 // StopArgs are stop_attempt's arguments.
-type StopArgs struct {
-	AttemptID string `json:"attempt_id"`
-	Force     bool   `json:"force,omitempty"`
-}
+type StopArgs = tasks.StopIn
 
 // StopResult answers stop_attempt.
-type StopResult struct {
-	AttemptID       string   `json:"attempt_id"`
-	Stopped         []string `json:"stopped_execution_process_ids"`
-	Force           bool     `json:"force"`
-	State           string   `json:"state"`
-	FailureSummary  *string  `json:"failure_summary"`
-	DiscardedQueued bool     `json:"discarded_queued_follow_up"`
-	TaskStatus      string   `json:"task_status"`
-	AlreadyFinished bool     `json:"already_finished"`
-}
+type StopResult = tasks.StopOut
 
 // StopAttempt stops the attempt's running processes (never a dev server):
 // gracefully — interrupt the process group, wait the grace period, kill —
@@ -204,8 +176,8 @@ func (b *Board) StopAttempt(ctx context.Context, a StopArgs) (StopResult, error)
 	if err != nil {
 		return StopResult{}, err
 	}
-	return StopResult{AttemptID: at.ID, Stopped: stopped, Force: a.Force, State: status.State, FailureSummary: status.FailureSummary,
-		DiscardedQueued: n > 0, TaskStatus: status.TaskStatus, AlreadyFinished: len(stopped) == 0}, nil
+	return StopResult{AttemptID: at.ID, Stopped: stopped, Force: a.Force, State: tasks.AttemptState(status.State), FailureSummary: status.FailureSummary,
+		DiscardedQueuedFollowUp: n > 0, TaskStatus: status.TaskStatus, AlreadyFinished: len(stopped) == 0}, nil
 }
 
 // stopAttempt stops every running non-dev-server process of an attempt

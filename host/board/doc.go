@@ -8,8 +8,10 @@
 //
 // It composes store (state), gitops (git), executor (profiles and
 // normalisers), procsup (processes) and workspace (bounded file reads).
-// Every operation answers with the board's canonical JSON shapes, or an
-// *abi.Envelope for an expected failure an agent can act on. It must not
-// know about plugins, MCP or callers: host/boardapi exposes it to plugins,
-// cmd/plugboard to people.
+// Every operation takes and answers the shapes agents see, defined once in
+// abi/tasks (the board's names for them are aliases: StatusResult is
+// tasks.StatusOut), or fails with an *abi.Envelope for an expected failure
+// an agent can act on; store rows and git results become those shapes at
+// the board's edge (shapes.go). It must not know about plugins, MCP or
+// callers: host/boardapi exposes it to plugins, cmd/plugboard to people.
 package board

@@ -9,48 +9,31 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/gitops"
 	"github.com/plugboard/plugboard/host/board/store"
 	"github.com/plugboard/plugboard/host/workspace"
 )
 
-// Blocked reasons.
+// Blocked reasons (of tasks.ChangesBlockedReason, PatchBlockedReason and
+// FileBlockedReason).
 const (
-	BlockedSummaryFailed     = "summary_failed"
-	BlockedThresholdExceeded = "threshold_exceeded"
-	BlockedTooManyPaths      = "too_many_paths"
-	BlockedSizeExceeded      = workspace.BlockedSizeExceeded
-	BlockedOutsideWorkspace  = workspace.BlockedOutsideWorkspace
+	BlockedSummaryFailed     = tasks.ReasonSummaryFailed
+	BlockedThresholdExceeded = tasks.ReasonThresholdExceeded
+	BlockedTooManyPaths      = tasks.ReasonTooManyPaths
+	BlockedSizeExceeded      = tasks.ReasonSizeExceeded
+	BlockedOutsideWorkspace  = tasks.ReasonPathOutsideWorkspace
 )
 
 // ChangesArgs are get_attempt_changes' arguments.
-type ChangesArgs struct {
-	AttemptID string `json:"attempt_id"`
-	Force     bool   `json:"force,omitempty"`
-}
+type ChangesArgs = tasks.ChangesIn
 
 // ChangedFile is one changed file, its path prefixed by its repo's name.
-type ChangedFile struct {
-	Path    string `json:"path"`
-	Status  string `json:"status"`
-	OldPath string `json:"old_path,omitempty"`
-	Added   int    `json:"added"`
-	Deleted int    `json:"deleted"`
-	Binary  bool   `json:"binary,omitempty"`
-	Bytes   int64  `json:"bytes"`
-}
+type ChangedFile = tasks.ChangedFile
 
-// ChangesResult answers get_attempt_changes.
-type ChangesResult struct {
-	AttemptID     string         `json:"attempt_id"`
-	Summary       gitops.Summary `json:"summary"`
-	Guard         gitops.Guard   `json:"guard"`
-	Blocked       bool           `json:"blocked"`
-	BlockedReason *string        `json:"blocked_reason"`
-	Reason        string         `json:"reason,omitempty"`
-	Hint          string         `json:"hint,omitempty"`
-	Files         []ChangedFile  `json:"files"`
-}
+// ChangesResult answers get_attempt_changes (without code, which the tool
+// adds).
+type ChangesResult = tasks.ChangesOut
 
 // attemptChanges measures every repo of an attempt against its base. A repo
 // whose changes alone exceed limit is not read: the error wraps its
@@ -68,7 +51,8 @@ func (b *Board) attemptChanges(ctx context.Context, at store.Attempt, limit gito
 			return nil, repos, fmt.Errorf("repo %s: %w", r.RepoName, err)
 		}
 		for _, c := range changes {
-			f := ChangedFile{Path: r.RepoName + "/" + c.Path, Status: c.Status, Added: c.Added, Deleted: c.Deleted, Binary: c.Binary, Bytes: c.Bytes}
+			f := ChangedFile{Path: r.RepoName + "/" + c.Path, Status: tasks.FileStatus(c.Status), Added: c.Added, Deleted: c.Deleted,
+				Binary: c.Binary, Bytes: c.Bytes}
 			if c.OldPath != "" {
 				f.OldPath = r.RepoName + "/" + c.OldPath
 			}
@@ -109,29 +93,27 @@ func (b *Board) GetAttemptChanges(ctx context.Context, a ChangesArgs) (ChangesRe
 	if err != nil {
 		return ChangesResult{}, err
 	}
-	out := ChangesResult{AttemptID: at.ID, Guard: b.guard, Files: []ChangedFile{}}
+	out := ChangesResult{AttemptID: at.ID, Guard: guardOf(b.guard), Files: []ChangedFile{}}
 	limit := b.guard
 	if a.Force {
 		limit = gitops.Off
 	}
 	files, _, err := b.attemptChanges(ctx, at, limit)
 	if over := guardExceeded(err); over != nil {
-		reason := BlockedThresholdExceeded
-		out.Summary = over.Summary
-		out.Blocked, out.BlockedReason, out.Reason = true, &reason, over.Reason+notRead
+		out.Summary = summaryOf(over.Summary)
+		out.Blocked, out.BlockedReason, out.Reason = true, ptr[tasks.ChangesBlockedReason](BlockedThresholdExceeded), over.Reason+notRead
 		out.Hint = "call get_attempt_changes again with force=true to list the files, or get_attempt_patch with a few paths"
 		return out, nil
 	}
 	if err != nil {
-		reason := BlockedSummaryFailed
-		out.Blocked, out.BlockedReason, out.Reason = true, &reason, err.Error()
+		out.Blocked, out.BlockedReason, out.Reason = true, ptr[tasks.ChangesBlockedReason](BlockedSummaryFailed), err.Error()
 		out.Hint = "the worktree could not be measured; check get_attempt_status and tail_attempt_logs, then retry"
 		return out, nil
 	}
-	out.Summary = summarize(files)
-	if over, why := b.guard.Check(out.Summary); over && !a.Force {
-		reason := BlockedThresholdExceeded
-		out.Blocked, out.BlockedReason, out.Reason = true, &reason, why
+	sum := summarize(files)
+	out.Summary = summaryOf(sum)
+	if over, why := b.guard.Check(sum); over && !a.Force {
+		out.Blocked, out.BlockedReason, out.Reason = true, ptr[tasks.ChangesBlockedReason](BlockedThresholdExceeded), why
 		out.Hint = "call get_attempt_changes again with force=true to list the files, or get_attempt_patch with a few paths"
 		return out, nil
 	}
@@ -147,26 +129,11 @@ const (
 )
 
 // PatchArgs are get_attempt_patch's arguments.
-type PatchArgs struct {
-	AttemptID string   `json:"attempt_id"`
-	Paths     []string `json:"paths,omitempty"`
-	Force     bool     `json:"force,omitempty"`
-	MaxBytes  int      `json:"max_bytes,omitempty"`
-}
+type PatchArgs = tasks.PatchIn
 
-// PatchResult answers get_attempt_patch.
-type PatchResult struct {
-	AttemptID     string   `json:"attempt_id"`
-	Paths         []string `json:"paths"`
-	Patch         string   `json:"patch"`
-	Bytes         int      `json:"bytes"`
-	TotalBytes    int      `json:"total_bytes"`
-	Truncated     bool     `json:"truncated"`
-	Blocked       bool     `json:"blocked"`
-	BlockedReason *string  `json:"blocked_reason"`
-	Reason        string   `json:"reason,omitempty"`
-	Hint          string   `json:"hint,omitempty"`
-}
+// PatchResult answers get_attempt_patch (without code, which the tool
+// adds).
+type PatchResult = tasks.PatchOut
 
 // GetAttemptPatch returns a unified diff against the base commits for the
 // given repo-prefixed paths (all changes when none), cut at max_bytes.
@@ -180,7 +147,7 @@ func (b *Board) GetAttemptPatch(ctx context.Context, a PatchArgs) (PatchResult, 
 	if out.Paths == nil {
 		out.Paths = []string{}
 	}
-	block := func(reason, why, hint string) (PatchResult, error) {
+	block := func(reason tasks.PatchBlockedReason, why, hint string) (PatchResult, error) {
 		out.Blocked, out.BlockedReason, out.Reason, out.Hint = true, &reason, why, hint
 		return out, nil
 	}
@@ -308,18 +275,11 @@ func prefixPatch(diff, repo string) string {
 }
 
 // FileArgs are get_attempt_file's arguments.
-type FileArgs struct {
-	AttemptID string `json:"attempt_id"`
-	Path      string `json:"path"`
-	Start     int64  `json:"start,omitempty"`
-	MaxBytes  int    `json:"max_bytes,omitempty"`
-}
+type FileArgs = tasks.FileIn
 
-// FileResult answers get_attempt_file.
-type FileResult struct {
-	AttemptID string `json:"attempt_id"`
-	workspace.FileSlice
-}
+// FileResult answers get_attempt_file: the slice read, fields that do not
+// apply empty rather than null (the tool makes them null).
+type FileResult = tasks.BoardFile
 
 // GetAttemptFile reads a bounded slice of a file in the attempt's
 // worktrees through os.Root: repo-prefixed path, start offset, max_bytes
@@ -351,5 +311,7 @@ func (b *Board) GetAttemptFile(ctx context.Context, a FileArgs) (FileResult, err
 	if err != nil {
 		return FileResult{}, err
 	}
-	return FileResult{AttemptID: at.ID, FileSlice: slice}, nil
+	return FileResult{AttemptID: at.ID, Path: slice.Path, Start: slice.Start, Size: slice.Size, Content: slice.Content,
+		Encoding: tasks.Encoding(slice.Encoding), Truncated: slice.Truncated, Blocked: slice.Blocked,
+		BlockedReason: tasks.FileBlockedReason(slice.BlockedReason), Hint: slice.Hint, NextStart: slice.NextStart}, nil
 }

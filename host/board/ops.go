@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/executor"
 	"github.com/plugboard/plugboard/host/board/gitops"
 	"github.com/plugboard/plugboard/host/board/store"
@@ -108,18 +109,10 @@ func (b *Board) resolveRepo(ctx context.Context, rs RepoSpec) (store.ProjectRepo
 }
 
 // ProjectsResult answers list_projects.
-type ProjectsResult struct {
-	Projects []ProjectInfo `json:"projects"`
-}
+type ProjectsResult = tasks.ProjectsOut
 
 // ProjectInfo is a project as list_projects shows it.
-type ProjectInfo struct {
-	ProjectID string `json:"project_id"`
-	Name      string `json:"name"`
-	RepoCount int    `json:"repo_count"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
-}
+type ProjectInfo = tasks.Project
 
 // ListProjects lists every project.
 func (b *Board) ListProjects(ctx context.Context) (ProjectsResult, error) {
@@ -129,30 +122,20 @@ func (b *Board) ListProjects(ctx context.Context) (ProjectsResult, error) {
 	}
 	out := ProjectsResult{Projects: []ProjectInfo{}}
 	for _, p := range ps {
-		out.Projects = append(out.Projects, ProjectInfo{p.ID, p.Name, len(p.Repos), p.CreatedAt, p.UpdatedAt})
+		out.Projects = append(out.Projects, ProjectInfo{ProjectID: p.ID, Name: p.Name, RepoCount: len(p.Repos),
+			CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt})
 	}
 	return out, nil
 }
 
 // ProjectArgs identifies a project.
-type ProjectArgs struct {
-	ProjectID string `json:"project_id"`
-}
+type ProjectArgs = tasks.ProjectIn
 
 // ReposResult answers list_repos.
-type ReposResult struct {
-	ProjectID string     `json:"project_id"`
-	Repos     []RepoInfo `json:"repos"`
-}
+type ReposResult = tasks.ReposOut
 
 // RepoInfo is a project's repo as agents see it.
-type RepoInfo struct {
-	RepoID       string `json:"repo_id"`
-	RepoName     string `json:"repo_name"`
-	TargetBranch string `json:"target_branch"`
-	HasSetup     bool   `json:"has_setup_script"`
-	HasCleanup   bool   `json:"has_cleanup_script"`
-}
+type RepoInfo = tasks.Repo
 
 // ListRepos lists a project's repos.
 func (b *Board) ListRepos(ctx context.Context, a ProjectArgs) (ReposResult, error) {
@@ -165,25 +148,17 @@ func (b *Board) ListRepos(ctx context.Context, a ProjectArgs) (ReposResult, erro
 	}
 	out := ReposResult{ProjectID: p.ID, Repos: []RepoInfo{}}
 	for _, r := range p.Repos {
-		out.Repos = append(out.Repos, RepoInfo{r.ID, r.Name, r.TargetBranch, r.SetupScript != "", r.CleanupScript != ""})
+		out.Repos = append(out.Repos, RepoInfo{RepoID: r.ID, RepoName: r.Name, TargetBranch: r.TargetBranch,
+			HasSetupScript: r.SetupScript != "", HasCleanupScript: r.CleanupScript != ""})
 	}
 	return out, nil
 }
 
 // ExecutorsResult answers list_executors.
-type ExecutorsResult struct {
-	Executors []ExecutorInfo `json:"executors"`
-}
+type ExecutorsResult = tasks.ExecutorsOut
 
 // ExecutorInfo is one executor as agents choose it.
-type ExecutorInfo struct {
-	Executor       string   `json:"executor"`
-	Variants       []string `json:"variants"`
-	DefaultVariant *string  `json:"default_variant"`
-	SupportsMCP    bool     `json:"supports_mcp"`
-	Available      bool     `json:"available"`
-	OutputFormat   string   `json:"output_format"`
-}
+type ExecutorInfo = tasks.Executor
 
 // ListExecutors lists the executor profiles.
 func (b *Board) ListExecutors(context.Context) (ExecutorsResult, error) {
@@ -203,11 +178,7 @@ func (b *Board) ListExecutors(context.Context) (ExecutorsResult, error) {
 // ---- tasks ----
 
 // ListTasksArgs are list_tasks' arguments.
-type ListTasksArgs struct {
-	ProjectID string `json:"project_id"`
-	Status    string `json:"status,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
-}
+type ListTasksArgs = tasks.ListTasksIn
 
 // Task list limits.
 const (
@@ -216,18 +187,14 @@ const (
 )
 
 // TasksResult answers list_tasks.
-type TasksResult struct {
-	ProjectID string                  `json:"project_id"`
-	Tasks     []store.TaskWithSummary `json:"tasks"`
-	Count     int                     `json:"count"`
-}
+type TasksResult = tasks.TasksOut
 
 // ListTasks lists a project's tasks with their attempt summaries.
 func (b *Board) ListTasks(ctx context.Context, a ListTasksArgs) (TasksResult, error) {
 	if err := requireID("project_id", a.ProjectID, "list_projects"); err != nil {
 		return TasksResult{}, err
 	}
-	if a.Status != "" && !slices.Contains(store.TaskStatuses, a.Status) {
+	if a.Status != "" && !slices.Contains(store.TaskStatuses, string(a.Status)) {
 		return TasksResult{}, invalid("status", fmt.Sprintf("status %q is not one of %s", a.Status, strings.Join(store.TaskStatuses, ", ")),
 			"pass one of "+strings.Join(store.TaskStatuses, " | ")+" or omit status")
 	}
@@ -238,11 +205,11 @@ func (b *Board) ListTasks(ctx context.Context, a ListTasksArgs) (TasksResult, er
 	if _, err := b.store.GetProject(ctx, a.ProjectID); err != nil {
 		return TasksResult{}, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
 	}
-	tasks, err := b.store.ListTasks(ctx, a.ProjectID, a.Status, limit)
+	list, err := b.store.ListTasks(ctx, a.ProjectID, string(a.Status), limit)
 	if err != nil {
 		return TasksResult{}, err
 	}
-	return TasksResult{ProjectID: a.ProjectID, Tasks: tasks, Count: len(tasks)}, nil
+	return TasksResult{ProjectID: a.ProjectID, Tasks: convert(list, taskDetailOf), Count: len(list)}, nil
 }
 
 // clampLimit applies a default to 0 and caps the value; negative is an error.
@@ -259,95 +226,84 @@ func clampLimit(field string, v, def, max int) (int, error) {
 }
 
 // TaskArgs identifies a task.
-type TaskArgs struct {
-	TaskID string `json:"task_id"`
-}
+type TaskArgs = tasks.TaskIn
 
 // GetTask returns a task with its attempt summary.
-func (b *Board) GetTask(ctx context.Context, a TaskArgs) (store.TaskWithSummary, error) {
+func (b *Board) GetTask(ctx context.Context, a TaskArgs) (tasks.TaskDetail, error) {
 	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
-		return store.TaskWithSummary{}, err
+		return tasks.TaskDetail{}, err
 	}
 	t, err := b.store.GetTask(ctx, a.TaskID)
 	if err != nil {
-		return store.TaskWithSummary{}, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+		return tasks.TaskDetail{}, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
 	}
 	sum, err := b.store.TaskSummary(ctx, a.TaskID)
-	return store.TaskWithSummary{Task: t, AttemptSummary: sum}, err
+	return taskDetailOf(store.TaskWithSummary{Task: t, AttemptSummary: sum}), err
 }
 
-// CreateTaskArgs are create_task's arguments.
-type CreateTaskArgs struct {
-	ProjectID   string `json:"project_id"`
-	Title       string `json:"title"`
-	Description string `json:"description,omitempty"`
-}
+// CreateTaskArgs are create_task's arguments (without request_id, which
+// stays with the host's idempotency).
+type CreateTaskArgs = tasks.CreateTaskArgs
 
 // MaxTitleLen caps a task title.
 const MaxTitleLen = 500
 
 // CreateTask creates a task in status todo.
-func (b *Board) CreateTask(ctx context.Context, a CreateTaskArgs) (store.Task, error) {
+func (b *Board) CreateTask(ctx context.Context, a CreateTaskArgs) (tasks.Task, error) {
 	if err := requireID("project_id", a.ProjectID, "list_projects"); err != nil {
-		return store.Task{}, err
+		return tasks.Task{}, err
 	}
 	title := strings.TrimSpace(a.Title)
 	if title == "" {
-		return store.Task{}, abi.NewEnvelope(abi.CodeMissingRequired, "title is required and must not be blank",
+		return tasks.Task{}, abi.NewEnvelope(abi.CodeMissingRequired, "title is required and must not be blank",
 			"pass a short title; put details in description").WithDetail("field", "title")
 	}
 	if len(title) > MaxTitleLen {
-		return store.Task{}, invalid("title", fmt.Sprintf("title is %d bytes, over %d", len(title), MaxTitleLen), "shorten title; put details in description")
+		return tasks.Task{}, invalid("title", fmt.Sprintf("title is %d bytes, over %d", len(title), MaxTitleLen), "shorten title; put details in description")
 	}
 	t, err := b.store.CreateTask(ctx, a.ProjectID, title, a.Description)
 	if err != nil {
-		return t, notFound(err, "project", "project_id", a.ProjectID, "list_projects")
+		return taskOf(t), notFound(err, "project", "project_id", a.ProjectID, "list_projects")
 	}
 	if err := b.store.RecordEvent(ctx, store.EventTaskCreated, t.ID, map[string]any{"project_id": t.ProjectID, "title": t.Title}); err != nil {
 		b.log.Warn("record task.created", "task_id", t.ID, "err", err)
 	}
-	return t, nil
+	return taskOf(t), nil
 }
 
 // UpdateTaskArgs are update_task's arguments; absent fields stay.
-type UpdateTaskArgs struct {
-	TaskID      string  `json:"task_id"`
-	Title       *string `json:"title,omitempty"`
-	Description *string `json:"description,omitempty"`
-	Status      *string `json:"status,omitempty"`
-}
+type UpdateTaskArgs = tasks.UpdateTaskIn
 
 // UpdateTask changes a task's title, description or status.
-func (b *Board) UpdateTask(ctx context.Context, a UpdateTaskArgs) (store.Task, error) {
+func (b *Board) UpdateTask(ctx context.Context, a UpdateTaskArgs) (tasks.Task, error) {
 	if err := requireID("task_id", a.TaskID, "list_tasks"); err != nil {
-		return store.Task{}, err
+		return tasks.Task{}, err
 	}
 	if a.Title == nil && a.Description == nil && a.Status == nil {
-		return store.Task{}, abi.NewEnvelope(abi.CodeMissingRequired, "nothing to update",
+		return tasks.Task{}, abi.NewEnvelope(abi.CodeMissingRequired, "nothing to update",
 			"pass at least one of title, description, status").WithDetail("field", "title")
 	}
 	if a.Title != nil {
 		t := strings.TrimSpace(*a.Title)
 		if t == "" || len(t) > MaxTitleLen {
-			return store.Task{}, invalid("title", "title must be 1-500 bytes and not blank", "pass a short title or omit it")
+			return tasks.Task{}, invalid("title", "title must be 1-500 bytes and not blank", "pass a short title or omit it")
 		}
 		a.Title = &t
 	}
-	if a.Status != nil && !slices.Contains(store.TaskStatuses, *a.Status) {
-		return store.Task{}, invalid("status", fmt.Sprintf("status %q is not one of %s", *a.Status, strings.Join(store.TaskStatuses, ", ")),
-			"pass one of "+strings.Join(store.TaskStatuses, " | "))
+	var status *string
+	if a.Status != nil {
+		status = ptr(string(*a.Status))
+		if !slices.Contains(store.TaskStatuses, *status) {
+			return tasks.Task{}, invalid("status", fmt.Sprintf("status %q is not one of %s", *status, strings.Join(store.TaskStatuses, ", ")),
+				"pass one of "+strings.Join(store.TaskStatuses, " | "))
+		}
 	}
-	t, err := b.store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{Title: a.Title, Description: a.Description, Status: a.Status})
-	return t, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
+	t, err := b.store.UpdateTask(ctx, a.TaskID, store.TaskUpdate{Title: a.Title, Description: a.Description, Status: status})
+	return taskOf(t), notFound(err, "task", "task_id", a.TaskID, "list_tasks")
 }
 
 // DeleteResult answers delete_task.
-type DeleteResult struct {
-	TaskID           string `json:"task_id"`
-	Deleted          bool   `json:"deleted"`
-	StoppedProcesses int    `json:"stopped_processes"`
-	RemovedWorktrees int    `json:"removed_worktrees"`
-}
+type DeleteResult = tasks.DeleteTaskOut
 
 // DeleteTask stops the task's processes, removes its worktrees and
 // branches, then deletes it with everything below it.
@@ -427,23 +383,10 @@ func (b *Board) repoPath(ctx context.Context, repoID string) (string, error) {
 // ---- attempts ----
 
 // AttemptsResult answers list_task_attempts.
-type AttemptsResult struct {
-	TaskID          string        `json:"task_id"`
-	Attempts        []AttemptInfo `json:"attempts"`
-	LatestAttemptID *string       `json:"latest_attempt_id"`
-	LatestSessionID *string       `json:"latest_session_id"`
-}
+type AttemptsResult = tasks.AttemptsOut
 
 // AttemptInfo is one attempt in list_task_attempts.
-type AttemptInfo struct {
-	AttemptID             string  `json:"attempt_id"`
-	WorkspaceBranch       string  `json:"workspace_branch"`
-	Executor              string  `json:"executor"`
-	CreatedAt             string  `json:"created_at"`
-	UpdatedAt             string  `json:"updated_at"`
-	LatestSessionID       *string `json:"latest_session_id"`
-	LatestSessionExecutor *string `json:"latest_session_executor"`
-}
+type AttemptInfo = tasks.Attempt
 
 // ListTaskAttempts lists a task's attempts, newest first.
 func (b *Board) ListTaskAttempts(ctx context.Context, a TaskArgs) (AttemptsResult, error) {
@@ -474,33 +417,16 @@ func (b *Board) ListTaskAttempts(ctx context.Context, a TaskArgs) (AttemptsResul
 	return out, nil
 }
 
-// StartArgs are start_task_attempt's arguments.
-type StartArgs struct {
-	TaskID   string         `json:"task_id"`
-	Executor string         `json:"executor"`
-	Variant  string         `json:"variant,omitempty"`
-	Repos    []StartRepoArg `json:"repos,omitempty"`
-}
+// StartArgs are start_task_attempt's arguments (without request_id, which
+// stays with the host's idempotency).
+type StartArgs = tasks.StartArgs
 
 // StartRepoArg selects a repo for an attempt; TargetBranch overrides the
 // project's.
-type StartRepoArg struct {
-	RepoID       string `json:"repo_id"`
-	TargetBranch string `json:"target_branch,omitempty"`
-}
+type StartRepoArg = tasks.StartRepo
 
 // StartResult answers start_task_attempt.
-type StartResult struct {
-	AttemptID          string              `json:"attempt_id"`
-	TaskID             string              `json:"task_id"`
-	WorkspaceBranch    string              `json:"workspace_branch"`
-	Executor           string              `json:"executor"`
-	Variant            string              `json:"variant"`
-	Repos              []store.AttemptRepo `json:"repos"`
-	ExecutionProcessID string              `json:"execution_process_id"`
-	RunReason          string              `json:"run_reason"`
-	CreatedAt          string              `json:"created_at"`
-}
+type StartResult = tasks.StartOut
 
 // StartTaskAttempt creates one worktree per selected repo (all of the
 // project's when none are selected) on a fresh branch — a clone of the
@@ -575,7 +501,8 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 		return StartResult{}, fmt.Errorf("start attempt %s: %w", attemptID, err)
 	}
 	return StartResult{AttemptID: attemptID, TaskID: task.ID, WorkspaceBranch: branch, Executor: profile.Executor,
-		Variant: variant, Repos: repos, ExecutionProcessID: first.ID, RunReason: first.RunReason, CreatedAt: now}, nil
+		Variant: variant, Repos: convert(repos, attemptRepoOf), ExecutionProcessID: first.ID, RunReason: tasks.RunReason(first.RunReason),
+		CreatedAt: now}, nil
 }
 
 // initialPrompt is what the agent is first asked: the task. SHELL runs its

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/gitops"
 	"github.com/plugboard/plugboard/host/board/store"
 )
@@ -22,45 +23,19 @@ const (
 )
 
 // ReviewQueueArgs are review_queue's arguments.
-type ReviewQueueArgs struct {
-	ProjectID string `json:"project_id,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
-}
+type ReviewQueueArgs = tasks.ReviewQueueIn
 
 // ReviewQueueResult answers review_queue.
-type ReviewQueueResult struct {
-	Tasks []ReviewItem `json:"tasks"`
-	Count int          `json:"count"`
-}
+type ReviewQueueResult = tasks.ReviewQueueOut
 
 // ReviewItem is one task waiting for review, with its latest attempt.
-type ReviewItem struct {
-	TaskID          string         `json:"task_id"`
-	ProjectID       string         `json:"project_id"`
-	Title           string         `json:"title"`
-	UpdatedAt       string         `json:"updated_at"`
-	AttemptID       *string        `json:"attempt_id"`
-	WorkspaceBranch *string        `json:"workspace_branch"`
-	Executor        *string        `json:"executor"`
-	State           *string        `json:"state"`
-	FailureSummary  *string        `json:"failure_summary"`
-	Repos           []ReviewRepo   `json:"repos"`
-	Changes         *ReviewChanges `json:"changes"`
-	ChangesError    *string        `json:"changes_error"`
-}
+type ReviewItem = tasks.ReviewItem
 
 // ReviewRepo is where one repo of the attempt would merge.
-type ReviewRepo struct {
-	RepoName     string `json:"repo_name"`
-	TargetBranch string `json:"target_branch"`
-}
+type ReviewRepo = tasks.ReviewRepo
 
 // ReviewChanges sums up an attempt's changes against its base commits.
-type ReviewChanges struct {
-	FileCount int `json:"file_count"`
-	Added     int `json:"added"`
-	Deleted   int `json:"deleted"`
-}
+type ReviewChanges = tasks.ReviewChanges
 
 // ReviewQueue lists the tasks in inreview, oldest first (by updated_at,
 // which is when the task entered review unless it was edited since), each
@@ -80,12 +55,12 @@ func (b *Board) ReviewQueue(ctx context.Context, a ReviewQueueArgs) (ReviewQueue
 	if err != nil {
 		return ReviewQueueResult{}, err
 	}
-	tasks, err := b.store.ReviewQueue(ctx, a.ProjectID, limit)
+	waiting, err := b.store.ReviewQueue(ctx, a.ProjectID, limit)
 	if err != nil {
 		return ReviewQueueResult{}, err
 	}
 	out := ReviewQueueResult{Tasks: []ReviewItem{}}
-	for _, t := range tasks {
+	for _, t := range waiting {
 		item := ReviewItem{TaskID: t.ID, ProjectID: t.ProjectID, Title: t.Title, UpdatedAt: t.UpdatedAt, Repos: []ReviewRepo{}}
 		if t.LatestAttemptID != nil {
 			if err := b.describeForReview(ctx, *t.LatestAttemptID, &item); err != nil {
@@ -129,34 +104,20 @@ func (b *Board) describeForReview(ctx context.Context, attemptID string, item *R
 }
 
 // ApproveArgs are approve_attempt's arguments.
-type ApproveArgs struct {
-	AttemptID string `json:"attempt_id"`
-}
+type ApproveArgs = tasks.ApproveIn
 
 // ApproveResult answers approve_attempt.
-type ApproveResult struct {
-	AttemptID       string       `json:"attempt_id"`
-	TaskID          string       `json:"task_id"`
-	WorkspaceBranch string       `json:"workspace_branch"`
-	Repos           []MergedRepo `json:"repos"`
-	TaskStatus      string       `json:"task_status"`
-}
+type ApproveResult = tasks.ApproveOut
 
-// MergedRepo is how one repo of the attempt was merged.
-type MergedRepo struct {
-	RepoName     string `json:"repo_name"`
-	TargetBranch string `json:"target_branch"`
-	// MergeCommit is the target branch's tip after the approval: the merge
-	// commit, or the unchanged tip when merged_via is up_to_date.
-	MergeCommit string `json:"merge_commit"`
-	// MergedVia is worktree (the target branch is checked out and was
-	// merged there), ref (checked out nowhere: its ref was moved) or
-	// up_to_date (the target already contained the attempt).
-	MergedVia string `json:"merged_via"`
-	// ChangesCommit is the commit that recorded the worktree's uncommitted
-	// changes on the attempt branch before the merge; null when none.
-	ChangesCommit *string `json:"changes_commit"`
-}
+// MergedRepo is how one repo of the attempt was merged: MergeCommit is the
+// target branch's tip after the approval (the merge commit, or the
+// unchanged tip when merged_via is up_to_date); MergedVia is worktree (the
+// target branch is checked out and was merged there), ref (checked out
+// nowhere: its ref was moved) or up_to_date (the target already contained
+// the attempt); ChangesCommit is the commit that recorded the worktree's
+// uncommitted changes on the attempt branch before the merge, null when
+// none.
+type MergedRepo = tasks.MergedRepo
 
 // ApproveAttempt merges the attempt's branch into each repo's target
 // branch and moves the task to done.
@@ -266,7 +227,7 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 			}
 			return ApproveResult{}, env
 		}
-		m := MergedRepo{RepoName: r.RepoName, TargetBranch: r.TargetBranch, MergeCommit: res.Commit, MergedVia: res.Via}
+		m := MergedRepo{RepoName: r.RepoName, TargetBranch: r.TargetBranch, MergeCommit: res.Commit, MergedVia: tasks.MergedVia(res.Via)}
 		if res.ChangesCommit != "" {
 			c := res.ChangesCommit
 			m.ChangesCommit = &c
@@ -337,23 +298,14 @@ func (b *Board) endApproval(taskID string) {
 	delete(b.approving, taskID)
 }
 
-// RequestChangesArgs are request_changes' arguments.
-type RequestChangesArgs struct {
-	AttemptID string `json:"attempt_id"`
-	Feedback  string `json:"feedback"`
-}
+// RequestChangesArgs are request_changes' arguments (without request_id,
+// which stays with the host's idempotency).
+type RequestChangesArgs = tasks.RequestChangesArgs
 
-// RequestChangesResult answers request_changes.
-type RequestChangesResult struct {
-	AttemptID string `json:"attempt_id"`
-	SessionID string `json:"session_id"`
-	// Action is send (a new agent run started with the feedback) or queue
-	// (a run is going on; the feedback runs when it completes).
-	Action             string      `json:"action"`
-	ExecutionProcessID *string     `json:"execution_process_id"`
-	Queue              QueueStatus `json:"queue"`
-	TaskStatus         string      `json:"task_status"`
-}
+// RequestChangesResult answers request_changes. Action is send (a new
+// agent run started with the feedback) or queue (a run is going on; the
+// feedback runs when it completes).
+type RequestChangesResult = tasks.RequestChangesOut
 
 // RequestChanges sends the reviewer's feedback to the attempt's agent as a
 // follow-up in its latest session: at once when nothing runs, else queued

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/gitops"
 	"github.com/plugboard/plugboard/host/board/store"
 )
@@ -20,7 +21,7 @@ func taskStatus(t *testing.T, b *Board, taskID string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return task.Status
+	return string(task.Status)
 }
 
 func revParse(t *testing.T, dir, rev string) string {
@@ -32,7 +33,7 @@ func revParse(t *testing.T, dir, rev string) string {
 func reviewed(t *testing.T, f fixture, title, script string) StartResult {
 	t.Helper()
 	task := f.task(t, title, script)
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	if st := settle(t, f.b, res.AttemptID); st.TaskStatus != store.StatusInReview || st.State != StateCompleted {
 		t.Fatalf("attempt did not end in review: %+v", st)
 	}
@@ -182,7 +183,7 @@ func TestApproveRefusedWhileRunning(t *testing.T) {
 	f := newFixture(t)
 	gate := filepath.Join(t.TempDir(), "go")
 	task := f.task(t, "slow", "while [ ! -e "+gate+" ]; do sleep 0.02; done; echo x > x.txt")
-	res := f.start(t, task.ID)
+	res := f.start(t, task.TaskID)
 	waitState(t, f.b, res.AttemptID, StateRunning)
 	_, err := f.b.ApproveAttempt(ctx, ApproveArgs{AttemptID: res.AttemptID})
 	envelope(t, err, abi.CodeProcessRunning)
@@ -260,8 +261,8 @@ func TestReviewQueueOrder(t *testing.T) {
 	todo := f.task(t, "Not started", "true")
 	// A task put back in review later goes to the end.
 	third := f.task(t, "Third, by hand", "")
-	inreview := store.StatusInReview
-	if _, err := f.b.UpdateTask(ctx, UpdateTaskArgs{TaskID: third.ID, Status: &inreview}); err != nil {
+	inreview := tasks.TaskStatus(store.StatusInReview)
+	if _, err := f.b.UpdateTask(ctx, UpdateTaskArgs{TaskID: third.TaskID, Status: &inreview}); err != nil {
 		t.Fatal(err)
 	}
 	q, err := f.b.ReviewQueue(ctx, ReviewQueueArgs{ProjectID: f.project.ID})
@@ -272,8 +273,8 @@ func TestReviewQueueOrder(t *testing.T) {
 	for _, it := range q.Tasks {
 		ids = append(ids, it.TaskID)
 	}
-	if want := []string{first.TaskID, second.TaskID, third.ID}; !slices.Equal(ids, want) || q.Count != 3 {
-		t.Fatalf("queue %v, want %v (not %s)", ids, want, todo.ID)
+	if want := []string{first.TaskID, second.TaskID, third.TaskID}; !slices.Equal(ids, want) || q.Count != 3 {
+		t.Fatalf("queue %v, want %v (not %s)", ids, want, todo.TaskID)
 	}
 	if it := q.Tasks[2]; it.AttemptID != nil || it.Changes != nil || len(it.Repos) != 0 {
 		t.Fatalf("task without attempt: %+v", it)

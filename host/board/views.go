@@ -2,51 +2,36 @@ package board
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/store"
 )
 
-// Attempt states.
+// Attempt states (tasks.AttemptState values).
 const (
-	StateIdle      = "idle"
-	StateRunning   = "running"
-	StateCompleted = "completed"
-	StateFailed    = "failed"
+	StateIdle      = tasks.StateIdle
+	StateRunning   = tasks.StateRunning
+	StateCompleted = tasks.StateCompleted
+	StateFailed    = tasks.StateFailed
 )
 
 // AttemptArgs identifies an attempt.
-type AttemptArgs struct {
-	AttemptID string `json:"attempt_id"`
-}
+type AttemptArgs = tasks.AttemptIn
 
 // StatusResult answers get_attempt_status.
-type StatusResult struct {
-	AttemptID                string  `json:"attempt_id"`
-	TaskID                   string  `json:"task_id"`
-	TaskStatus               string  `json:"task_status"`
-	WorkspaceBranch          string  `json:"workspace_branch"`
-	Executor                 string  `json:"executor"`
-	CreatedAt                string  `json:"created_at"`
-	UpdatedAt                string  `json:"updated_at"`
-	LatestSessionID          *string `json:"latest_session_id"`
-	LatestExecutionProcessID *string `json:"latest_execution_process_id"`
-	LatestRunReason          *string `json:"latest_run_reason"`
-	State                    string  `json:"state"`
-	LastActivityAt           *string `json:"last_activity_at"`
-	FailureSummary           *string `json:"failure_summary"`
-	QueuedFollowUp           bool    `json:"queued_follow_up"`
-}
+type StatusResult = tasks.StatusOut
 
 // deriveState is the spec's rule: the newest process among coding agent,
 // setup and cleanup scripts decides; none → idle, running → running,
 // completed → completed, failed → failed with "failed (exit_code=N)",
 // followed by the reason when one is known (the agent's last error, a
 // timeout), killed → failed with "killed".
-func deriveState(p *store.Process) (string, *string) {
+func deriveState(p *store.Process) (tasks.AttemptState, *string) {
 	if p == nil {
 		return StateIdle, nil
 	}
@@ -108,7 +93,7 @@ func (b *Board) GetAttemptStatus(ctx context.Context, a AttemptArgs) (StatusResu
 	if err != nil {
 		return StatusResult{}, err
 	}
-	out := StatusResult{AttemptID: at.ID, TaskID: at.TaskID, TaskStatus: task.Status, WorkspaceBranch: at.Branch,
+	out := StatusResult{AttemptID: at.ID, TaskID: at.TaskID, TaskStatus: tasks.TaskStatus(task.Status), WorkspaceBranch: at.Branch,
 		Executor: at.Executor, CreatedAt: at.CreatedAt, UpdatedAt: at.UpdatedAt}
 	if se, err := b.store.LatestSession(ctx, at.ID); err == nil {
 		out.LatestSessionID = &se.ID
@@ -125,9 +110,10 @@ func (b *Board) GetAttemptStatus(ctx context.Context, a AttemptArgs) (StatusResu
 		return StatusResult{}, err
 	}
 	if p != nil {
-		out.LatestExecutionProcessID, out.LatestRunReason = &p.ID, &p.RunReason
+		out.LatestExecutionProcessID, out.LatestRunReason = &p.ID, ptr(tasks.RunReason(p.RunReason))
 	}
-	out.State, out.FailureSummary = deriveState(p)
+	state, failure := deriveState(p)
+	out.State, out.FailureSummary = string(state), failure
 	if out.LastActivityAt, err = b.store.LastActivity(ctx, at.ID); err != nil {
 		return StatusResult{}, err
 	}
@@ -140,7 +126,9 @@ const (
 	MaxLogLimit     = 500
 )
 
-// LogsArgs are tail_attempt_logs' arguments.
+// LogsArgs are tail_attempt_logs' arguments: tasks.LogsIn, and the
+// execution_process_id of a process other than the latest, which only the
+// CLI passes.
 type LogsArgs struct {
 	AttemptID          string `json:"attempt_id"`
 	Channel            string `json:"channel,omitempty"`
@@ -150,27 +138,19 @@ type LogsArgs struct {
 	ExecutionProcessID string `json:"execution_process_id,omitempty"`
 }
 
-// LogsResult answers tail_attempt_logs.
-type LogsResult struct {
-	AttemptID          string           `json:"attempt_id"`
-	ExecutionProcessID *string          `json:"execution_process_id"`
-	RunReason          *string          `json:"run_reason"`
-	ProcessStatus      *string          `json:"process_status"`
-	Channel            string           `json:"channel"`
-	Entries            []store.LogEntry `json:"entries"`
-	Page               Page             `json:"page"`
-}
+// LogsResult answers tail_attempt_logs: the entries as stored, which the
+// tool flattens.
+type LogsResult = tasks.BoardLogs[json.RawMessage]
 
-// Page describes where a page sits in its history.
-type Page struct {
-	// HasMore: older entries exist (tail and cursor pages) or newer ones
-	// beyond this page (after pages).
-	HasMore bool `json:"has_more"`
-	// NextCursor is the cursor for the next older page, when one exists.
-	NextCursor *int64 `json:"next_cursor"`
-	// LastIndex is the newest index returned, for the next after_* call.
-	LastIndex *int64 `json:"last_index"`
-}
+// LogEntry is one entry of a LogsResult.
+type LogEntry = tasks.BoardLogEntry[json.RawMessage]
+
+// Page describes where a page sits in its history: HasMore says older
+// entries exist (tail and cursor pages) or newer ones beyond this page
+// (after pages); NextCursor is the cursor for the next older page, when
+// one exists; LastIndex is the newest index returned, for the next after_*
+// call.
+type Page = tasks.Page
 
 func mixedPagination(afterField string) error {
 	return abi.NewEnvelope(abi.CodeMixedPagination, "cursor and "+afterField+" were both given",
@@ -203,7 +183,7 @@ func (b *Board) TailAttemptLogs(ctx context.Context, a LogsArgs) (LogsResult, er
 	if err := nonNegative("cursor", a.Cursor); err != nil {
 		return LogsResult{}, err
 	}
-	out := LogsResult{AttemptID: at.ID, Channel: channel, Entries: []store.LogEntry{}}
+	out := LogsResult{AttemptID: at.ID, Channel: tasks.Channel(channel), Entries: []LogEntry{}}
 	var p *store.Process
 	if a.ExecutionProcessID != "" {
 		if err := requireID("execution_process_id", a.ExecutionProcessID, "get_attempt_status"); err != nil {
@@ -221,7 +201,7 @@ func (b *Board) TailAttemptLogs(ctx context.Context, a LogsArgs) (LogsResult, er
 	if p == nil {
 		return out, nil
 	}
-	out.ExecutionProcessID, out.RunReason, out.ProcessStatus = &p.ID, &p.RunReason, &p.Status
+	out.ExecutionProcessID, out.RunReason, out.ProcessStatus = &p.ID, ptr(tasks.RunReason(p.RunReason)), ptr(tasks.ProcessStatus(p.Status))
 	var page store.LogPage
 	switch {
 	case a.AfterEntryIndex != nil:
@@ -234,7 +214,7 @@ func (b *Board) TailAttemptLogs(ctx context.Context, a LogsArgs) (LogsResult, er
 	if err != nil {
 		return LogsResult{}, err
 	}
-	out.Entries = page.Entries
+	out.Entries = convert(page.Entries, func(e store.LogEntry) LogEntry { return LogEntry{EntryIndex: e.Index, Entry: e.Entry} })
 	out.Page = Page{HasMore: page.HasMore, NextCursor: page.NextCursor}
 	if n := len(page.Entries); n > 0 {
 		last := page.Entries[n-1].Index
@@ -259,22 +239,10 @@ const (
 )
 
 // MessagesArgs are tail_session_messages' arguments.
-type MessagesArgs struct {
-	SessionID      string `json:"session_id,omitempty"`
-	AttemptID      string `json:"attempt_id,omitempty"`
-	Limit          int    `json:"limit,omitempty"`
-	Cursor         *int64 `json:"cursor,omitempty"`
-	AfterTurnIndex *int64 `json:"after_turn_index,omitempty"`
-}
+type MessagesArgs = tasks.MessagesIn
 
 // MessagesResult answers tail_session_messages.
-type MessagesResult struct {
-	SessionID string       `json:"session_id"`
-	AttemptID string       `json:"attempt_id"`
-	Executor  string       `json:"executor"`
-	Messages  []store.Turn `json:"messages"`
-	Page      Page         `json:"page"`
-}
+type MessagesResult = tasks.MessagesOut
 
 // resolveSession applies exactly-one targeting: session_id, or attempt_id
 // resolved to its latest session.
@@ -336,7 +304,7 @@ func (b *Board) TailSessionMessages(ctx context.Context, a MessagesArgs) (Messag
 	if err != nil {
 		return MessagesResult{}, err
 	}
-	out := MessagesResult{SessionID: se.ID, AttemptID: se.AttemptID, Executor: se.Executor, Messages: page.Turns,
+	out := MessagesResult{SessionID: se.ID, AttemptID: se.AttemptID, Executor: se.Executor, Messages: convert(page.Turns, messageOf),
 		Page: Page{HasMore: page.HasMore, NextCursor: page.NextCursor}}
 	if n := len(page.Turns); n > 0 {
 		last := page.Turns[n-1].Index
@@ -346,16 +314,7 @@ func (b *Board) TailSessionMessages(ctx context.Context, a MessagesArgs) (Messag
 }
 
 // ContextResult answers get_context.
-type ContextResult struct {
-	ProjectID       string              `json:"project_id"`
-	ProjectName     string              `json:"project_name"`
-	TaskID          string              `json:"task_id"`
-	TaskTitle       string              `json:"task_title"`
-	TaskStatus      string              `json:"task_status"`
-	AttemptID       string              `json:"attempt_id"`
-	WorkspaceBranch string              `json:"workspace_branch"`
-	WorkspaceRepos  []store.AttemptRepo `json:"workspace_repos"`
-}
+type ContextResult = tasks.ContextOut
 
 // HasContext reports whether the board serves inside an attempt.
 func (b *Board) HasContext() bool { return b.cfg.ContextAttemptID != "" }
@@ -383,5 +342,6 @@ func (b *Board) GetContext(ctx context.Context) (ContextResult, error) {
 		return ContextResult{}, err
 	}
 	return ContextResult{ProjectID: project.ID, ProjectName: project.Name, TaskID: task.ID, TaskTitle: task.Title,
-		TaskStatus: task.Status, AttemptID: at.ID, WorkspaceBranch: at.Branch, WorkspaceRepos: repos}, nil
+		TaskStatus: tasks.TaskStatus(task.Status), AttemptID: at.ID, WorkspaceBranch: at.Branch,
+		WorkspaceRepos: convert(repos, attemptRepoOf)}, nil
 }

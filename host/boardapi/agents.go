@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
 	"github.com/plugboard/plugboard/host/caller"
 	"github.com/plugboard/plugboard/host/mail"
 )
@@ -55,10 +55,10 @@ func (a *API) mailListInbox(ctx context.Context, c *abi.Caller, args mail.InboxA
 	return m.ListInbox(ctx, c, args)
 }
 
-func (a *API) mailRead(ctx context.Context, c *abi.Caller, args mail.MailArgs) (store.Mail, error) {
+func (a *API) mailRead(ctx context.Context, c *abi.Caller, args mail.MailArgs) (tasks.BoardMail, error) {
 	m, err := a.mailService()
 	if err != nil {
-		return store.Mail{}, err
+		return tasks.BoardMail{}, err
 	}
 	return m.Read(ctx, c, args)
 }
@@ -73,16 +73,7 @@ func (a *API) mailReply(ctx context.Context, c *abi.Caller, args mail.ReplyArgs)
 
 // AgentStatus is the answer of agent_get_status: the caller's identity,
 // its unread mail and its current work.
-type AgentStatus struct {
-	AgentID         string  `json:"agent_id"`
-	AgentType       string  `json:"agent_type"`
-	SupervisorID    *string `json:"supervisor_id"`
-	UnreadMailCount int     `json:"unread_mail_count"`
-	TaskID          *string `json:"task_id"`
-	TaskStatus      *string `json:"task_status"`
-	AttemptID       *string `json:"attempt_id"`
-	AttemptState    *string `json:"attempt_state"`
-}
+type AgentStatus = tasks.AgentStatusOut
 
 func optional(s string) *string {
 	if s == "" {
@@ -108,7 +99,8 @@ func (a *API) agentGetStatus(ctx context.Context, c *abi.Caller, _ struct{}) (Ag
 	if a.board != nil {
 		if info.AttemptID != "" {
 			if st, err := a.board.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: info.AttemptID}); err == nil {
-				out.AttemptState, out.TaskStatus = &st.State, &st.TaskStatus
+				state := tasks.AttemptState(st.State)
+				out.AttemptState, out.TaskStatus = &state, &st.TaskStatus
 				if out.TaskID == nil {
 					out.TaskID = &st.TaskID
 				}
@@ -125,11 +117,7 @@ func (a *API) agentGetStatus(ctx context.Context, c *abi.Caller, _ struct{}) (Ag
 
 // AgentTask is the answer of agent_get_task: the caller's current task and
 // attempt (null when the agent has a task but no attempt).
-type AgentTask struct {
-	AgentID string                `json:"agent_id"`
-	Task    store.TaskWithSummary `json:"task"`
-	Attempt *board.StatusResult   `json:"attempt"`
-}
+type AgentTask = tasks.AgentTaskOut
 
 func (a *API) agentGetTask(ctx context.Context, c *abi.Caller, _ struct{}) (AgentTask, error) {
 	m, err := a.mailService()
@@ -166,10 +154,7 @@ func (a *API) agentGetTask(ctx context.Context, c *abi.Caller, _ struct{}) (Agen
 }
 
 // DecisionArgs are the arguments of log_decision.
-type DecisionArgs struct {
-	Title string `json:"title"`
-	Body  string `json:"body"`
-}
+type DecisionArgs = tasks.DecisionIn
 
 // Limits of a deliberate decision's fields, in characters.
 const (

@@ -178,7 +178,7 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "board request is not a BoardRequest: "+err.Error(),
 			`send {"op": NAME, "args": {...}}`)
 	}
-	capability, known := abi.BoardOps[r.Op]
+	capability, known := abi.BoardOpCapability(r.Op)
 	h := handlers[r.Op]
 	if !known || h == nil {
 		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, fmt.Sprintf("unknown board operation %q", r.Op),

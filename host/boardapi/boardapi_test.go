@@ -13,13 +13,13 @@ import (
 )
 
 func TestEveryOperationIsServed(t *testing.T) {
-	for name := range abi.BoardOps {
+	for name := range abi.BoardOps() {
 		if handlers[name] == nil {
 			t.Errorf("operation %s in abi.BoardOps has no handler", name)
 		}
 	}
 	for name := range handlers {
-		if _, ok := abi.BoardOps[name]; !ok {
+		if _, ok := abi.BoardOpCapability(name); !ok {
 			t.Errorf("handler %s is missing from abi.BoardOps", name)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestEffectOpsAreBoardOps(t *testing.T) {
 	for op := range effectOps {
-		if capability, ok := abi.BoardOps[op]; !ok || capability == abi.CapBoardRead || capability == abi.CapWorkspaceRead {
+		if capability, ok := abi.BoardOpCapability(op); !ok || capability == abi.CapBoardRead || capability == abi.CapWorkspaceRead {
 			t.Errorf("effect op %s: capability %q", op, capability)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/audit"
 	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/board/store"
@@ -41,7 +42,7 @@ func newAgentWorld(t *testing.T) agentWorld {
 	}
 	dir := map[string]mail.AgentInfo{
 		"s1": {ID: "s1", Type: "SUPERVISOR"},
-		"w1": {ID: "w1", Type: "WORKER", Supervisor: "s1", TaskID: task.ID},
+		"w1": {ID: "w1", Type: "WORKER", Supervisor: "s1", TaskID: task.TaskID},
 		"w2": {ID: "w2", Type: "WORKER", Supervisor: "s1"},
 	}
 	st := a.board.Store()
@@ -51,7 +52,7 @@ func newAgentWorld(t *testing.T) agentWorld {
 	decisions := audit.New(audit.Static(st), nil)
 	t.Cleanup(func() { decisions.Close() })
 	a = New(a.board, nil, WithMail(m), WithDecisions(decisions))
-	return agentWorld{api: a, st: st, taskID: task.ID, notes: n}
+	return agentWorld{api: a, st: st, taskID: task.TaskID, notes: n}
 }
 
 var agentGrants = grants(abi.CapMail, abi.CapBoardRead)
@@ -108,7 +109,7 @@ func TestMailOpsOwnershipAndThreading(t *testing.T) {
 	wantCode(t, "w2 replies to s1's mail", as(t, a, "w2", abi.OpMailReply, map[string]any{"mail_id": sent.MailID, "body": "x"}, nil), abi.CodePermissionDenied)
 	wantCode(t, "unknown mail", as(t, a, "s1", abi.OpMailRead, map[string]any{"mail_id": store.NewID()}, nil), abi.CodeNotFound)
 
-	var read store.Mail
+	var read tasks.BoardMail
 	if env := as(t, a, "s1", abi.OpMailRead, map[string]any{"mail_id": sent.MailID}, &read); env != nil {
 		t.Fatal(env)
 	}
@@ -204,7 +205,7 @@ func TestMailAgentStatusAndTask(t *testing.T) {
 	if env := as(t, a, "w1", abi.OpAgentGetTask, nil, &task); env != nil {
 		t.Fatal(env)
 	}
-	if task.Task.ID != w.taskID || task.Task.Title != "build it" || task.Attempt != nil {
+	if task.Task.TaskID != w.taskID || task.Task.Title != "build it" || task.Attempt != nil {
 		t.Fatalf("task = %+v", task)
 	}
 	wantCode(t, "worker without a task", as(t, a, "w2", abi.OpAgentGetTask, nil, nil), abi.CodeNotFound)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/board/store"
 	"github.com/plugboard/plugboard/host/caller"
@@ -352,9 +353,9 @@ func filterProjects(ctx context.Context, v *visibility, result any) (any, error)
 
 func filterTasks(ctx context.Context, v *visibility, result any) (any, error) {
 	r := result.(board.TasksResult)
-	kept := []store.TaskWithSummary{}
+	kept := []tasks.TaskDetail{}
 	for _, t := range r.Tasks {
-		ok, err := v.taskRecordVisible(ctx, t.ID)
+		ok, err := v.taskRecordVisible(ctx, t.TaskID)
 		if err != nil {
 			return nil, err
 		}

@@ -18,18 +18,18 @@ import (
 )
 
 func TestScopeCoversEveryOp(t *testing.T) {
-	for op := range abi.BoardOps {
+	for op := range abi.BoardOps() {
 		if _, ok := scoped[op]; !ok {
 			t.Errorf("board operation %s has no scoping: say what it reaches in scoped (scope.go)", op)
 		}
 	}
 	for op := range scoped {
-		if _, ok := abi.BoardOps[op]; !ok {
+		if _, ok := abi.BoardOpCapability(op); !ok {
 			t.Errorf("scoped lists %s, which is not a board operation", op)
 		}
 	}
 	// Operations acting for the caller reach only the caller's own.
-	for op, capability := range abi.BoardOps {
+	for op, capability := range abi.BoardOps() {
 		if s := scoped[op]; capability == abi.CapMail && (s.check != nil || s.filter != nil) {
 			t.Errorf("%s acts for the caller, yet is scoped like board work", op)
 		}
@@ -78,7 +78,7 @@ func newScopeWorld(t *testing.T) scopeWorld {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tk.ID
+		return tk.TaskID
 	}
 	attempt := func(task string) (string, string) {
 		st, err := b.StartTaskAttempt(ctx, board.StartArgs{TaskID: task, Executor: "shell"})
@@ -286,7 +286,7 @@ func TestScopeFiltersLists(t *testing.T) {
 		}
 		var gotTasks []string
 		for _, tk := range tasks.Tasks {
-			gotTasks = append(gotTasks, tk.ID)
+			gotTasks = append(gotTasks, tk.TaskID)
 		}
 		if !sameSet(gotTasks, c.tasks) || tasks.Count != len(c.tasks) {
 			t.Errorf("%s list_tasks = %v (count %d), want %v", c.agent, gotTasks, tasks.Count, c.tasks)

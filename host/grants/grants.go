@@ -9,11 +9,11 @@
 package grants
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/plugboard/plugboard/host/config/jsonfile"
 )
 
 // Default policies for plugins the file does not name.
@@ -48,18 +48,38 @@ func Load(path string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grants file: %w", err)
 	}
-	var p Policy
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("grants file %s: %w", path, err)
+	return Parse(path, data)
+}
+
+// Parse reads a grants file's content; name (the file) starts every
+// error, which is placed at its line and column and names the field.
+func Parse(name string, data []byte) (*Policy, error) {
+	doc, err := jsonfile.Parse(name, data)
+	if err != nil {
+		return nil, err
 	}
+	return ParseDoc(doc)
+}
+
+// ParseDoc reads a grants file's content from a parsed document: a whole
+// grants file, or the grants section of plugboard's configuration file
+// (host/config), whose errors then carry that file's positions and paths.
+func ParseDoc(doc *jsonfile.Doc) (*Policy, error) {
+	var p Policy
+	filled, err := doc.Decode(&p)
+	if !filled {
+		return nil, err
+	}
+	errs := []error{err}
 	switch p.Default {
 	case "":
 		p.Default = DefaultDeclared
 	case DefaultDeclared, DefaultNone:
 	default:
-		return nil, fmt.Errorf("grants file %s: default is %q; use %q or %q", path, p.Default, DefaultDeclared, DefaultNone)
+		errs = append(errs, doc.Errorf(jsonfile.Path{"default"}, "%q is no default; use %q or %q", p.Default, DefaultDeclared, DefaultNone))
+	}
+	if err := jsonfile.Join(errs...); err != nil {
+		return nil, err
 	}
 	return &p, nil
 }

@@ -60,7 +60,15 @@ func (c Config) ownerDead() func(string) bool {
 // variables. A value that is not a whole number of seconds, 0 or more, is an
 // error naming the variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	cfg := Config{CompletedTTL: DefaultCompletedTTL, InProgressTTL: DefaultInProgressTTL}
+	return ApplyEnv(Config{CompletedTTL: DefaultCompletedTTL, InProgressTTL: DefaultInProgressTTL}, getenv)
+}
+
+// ApplyEnv returns cfg with the TTLs EnvCompletedTTL and EnvInProgressTTL
+// set through getenv (os.Getenv), which win over cfg's: a configuration
+// file gives cfg, the environment overrides it. Unset or empty variables
+// leave cfg's value; a value that is not a whole number of seconds, 0 or
+// more, is an error naming the variable.
+func ApplyEnv(cfg Config, getenv func(string) string) (Config, error) {
 	for _, v := range []struct {
 		name string
 		dst  *time.Duration

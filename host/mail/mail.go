@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/board/store"
 )
 
@@ -148,24 +149,27 @@ const (
 	MaxBody    = 65536
 )
 
-// SendArgs are the arguments of Send (the mail_send board operation).
-type SendArgs struct {
-	ToAgentID string `json:"to_agent_id,omitempty"`
-	ToHuman   bool   `json:"to_human,omitempty"`
-	Subject   string `json:"subject"`
-	Body      string `json:"body"`
-	// InReplyTo threads the mail under one the caller sent or received.
-	InReplyTo string `json:"in_reply_to,omitempty"`
-}
+// The arguments and answers of the mail operations are the shapes agents
+// see, defined once in abi/tasks; these are their names here.
+type (
+	// SendArgs are the arguments of Send (the mail_send board operation).
+	SendArgs = tasks.SendIn
+	// Sent is the answer of Send and Reply.
+	Sent = tasks.SentOut
+	// InboxArgs are the arguments of ListInbox (mail_list_inbox).
+	InboxArgs = tasks.InboxIn
+	// Inbox is the answer of ListInbox: the mails as stored.
+	Inbox = tasks.BoardInbox
+	// MailArgs name one mail (mail_read).
+	MailArgs = tasks.MailIn
+	// ReplyArgs are the arguments of Reply (mail_reply).
+	ReplyArgs = tasks.ReplyIn
+)
 
-// Sent is the answer of Send and Reply.
-type Sent struct {
-	MailID    string  `json:"mail_id"`
-	ToAgentID string  `json:"to_agent_id"`
-	Subject   string  `json:"subject"`
-	ThreadID  string  `json:"thread_id"`
-	InReplyTo *string `json:"in_reply_to"`
-	Timestamp string  `json:"timestamp"`
+// boardMail is a stored mail as the mail operations answer it.
+func boardMail(m store.Mail) tasks.BoardMail {
+	return tasks.BoardMail{ID: m.ID, FromAgentID: m.FromAgentID, FromAgentType: m.FromAgentType, ToAgentID: m.ToAgentID,
+		Subject: m.Subject, Body: m.Body, InReplyTo: m.InReplyTo, ThreadID: m.ThreadID, ReadAt: m.ReadAt, CreatedAt: m.CreatedAt}
 }
 
 // Send stores a mail from c to one agent or to the human inbox.
@@ -246,21 +250,6 @@ func checkText(field, v string, max int) error {
 	return nil
 }
 
-// InboxArgs are the arguments of ListInbox (mail_list_inbox).
-type InboxArgs struct {
-	IncludeRead bool `json:"include_read,omitempty"`
-	Limit       int  `json:"limit,omitempty"`
-}
-
-// Inbox is the answer of ListInbox.
-type Inbox struct {
-	// Count is the number of mails listed.
-	Count int `json:"count"`
-	// UnreadCount is the number of unread mails in the inbox.
-	UnreadCount int          `json:"unread_count"`
-	Mails       []store.Mail `json:"mails"`
-}
-
 // DefaultInboxLimit and MaxInboxLimit bound ListInbox.
 const (
 	DefaultInboxLimit = 50
@@ -292,10 +281,11 @@ func (s *Service) ListInbox(ctx context.Context, c *abi.Caller, a InboxArgs) (In
 	if err != nil {
 		return Inbox{}, err
 	}
-	if mails == nil {
-		mails = []store.Mail{}
+	out := Inbox{Count: len(mails), UnreadCount: unread, Mails: make([]tasks.BoardMail, len(mails))}
+	for i, m := range mails {
+		out.Mails[i] = boardMail(m)
 	}
-	return Inbox{Count: len(mails), UnreadCount: unread, Mails: mails}, nil
+	return out, nil
 }
 
 // UnreadCount is the number of unread mails in the caller's inbox.
@@ -306,11 +296,6 @@ func (s *Service) UnreadCount(ctx context.Context, c *abi.Caller) (int, error) {
 	}
 	_, unread, err := st.CountMail(ctx, c.ID)
 	return unread, err
-}
-
-// MailArgs name one mail (mail_read).
-type MailArgs struct {
-	MailID string `json:"mail_id"`
 }
 
 // received returns mail id if c is its recipient: not_found when it does
@@ -335,24 +320,19 @@ func (s *Service) received(ctx context.Context, st *store.Store, c *abi.Caller, 
 }
 
 // Read returns one mail addressed to the caller and marks it read.
-func (s *Service) Read(ctx context.Context, c *abi.Caller, a MailArgs) (store.Mail, error) {
+func (s *Service) Read(ctx context.Context, c *abi.Caller, a MailArgs) (tasks.BoardMail, error) {
 	if c == nil || c.ID == "" {
-		return store.Mail{}, NoCaller(abi.OpMailRead)
+		return tasks.BoardMail{}, NoCaller(abi.OpMailRead)
 	}
 	st, err := s.store(ctx)
 	if err != nil {
-		return store.Mail{}, err
+		return tasks.BoardMail{}, err
 	}
 	if _, err := s.received(ctx, st, c, a.MailID, "read"); err != nil {
-		return store.Mail{}, err
+		return tasks.BoardMail{}, err
 	}
-	return st.MarkMailRead(ctx, a.MailID, store.Now())
-}
-
-// ReplyArgs are the arguments of Reply (mail_reply).
-type ReplyArgs struct {
-	MailID string `json:"mail_id"`
-	Body   string `json:"body"`
+	m, err := st.MarkMailRead(ctx, a.MailID, store.Now())
+	return boardMail(m), err
 }
 
 // Reply answers a mail the caller received: to its sender, in its thread,

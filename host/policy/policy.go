@@ -7,10 +7,9 @@
 package policy
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"regexp"
@@ -19,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/config/jsonfile"
 )
 
 // Agent types.
@@ -139,55 +139,67 @@ func Load(file string) (*Policy, error) {
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
 
-// Parse reads an agents file's content; name (the file) prefixes every
-// error, which names the agent and field at fault.
+// Parse reads an agents file's content; name (the file) starts every
+// error, which is placed at its line and column and names the field
+// (agents[1].type) and the agent at fault. Every problem is reported at
+// once.
 func Parse(name string, data []byte) (*Policy, error) {
-	var f File
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: not a valid agents file: %w", name, err)
+	doc, err := jsonfile.Parse(name, data)
+	if err != nil {
+		return nil, err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s: not a valid agents file: data after the top-level object", name)
+	return ParseDoc(doc)
+}
+
+// ParseDoc reads an agents file's content from a parsed document: a whole
+// agents file, or the agents section of plugboard's configuration file
+// (host/config), whose errors then carry that file's positions and paths.
+func ParseDoc(doc *jsonfile.Doc) (*Policy, error) {
+	var f File
+	filled, err := doc.Decode(&f)
+	if !filled {
+		return nil, err
 	}
 	p := Default()
-	var errs []error
-	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(name+": "+format, args...)) }
+	errs := []error{err}
+	fail := func(at jsonfile.Path, format string, args ...any) {
+		errs = append(errs, doc.Errorf(at, format, args...))
+	}
 	tokens := map[string]string{}
 	for i, a := range f.Agents {
-		where := fmt.Sprintf("agents[%d] (id %q)", i, a.ID)
+		at := jsonfile.Path{"agents", i}
+		who := fmt.Sprintf("agent %q", a.ID)
 		switch {
 		case a.ID == "":
-			fail("agents[%d]: field id is empty", i)
+			fail(at.Join("id"), "the id is empty; every agent needs one")
 		case a.ID == LocalID:
-			fail("%s: field id: %q is reserved for the local identity", where, LocalID)
+			fail(at.Join("id"), "%q is reserved for the local identity", LocalID)
 		case !idPattern.MatchString(a.ID):
-			fail("%s: field id must be 1-128 of [A-Za-z0-9_.@-], starting with a letter or digit", where)
+			fail(at.Join("id"), "%q: the id must be 1-128 of [A-Za-z0-9_.@-], starting with a letter or digit", a.ID)
 		}
 		if j, dup := p.byID[a.ID]; dup && a.ID != "" {
-			fail("%s: field id: duplicate of agents[%d]", where, j)
+			fail(at.Join("id"), "%q is a duplicate of agents[%d]", a.ID, j)
 		}
 		if !slices.Contains(Types, a.Type) {
-			fail("%s: field type %q must be one of %s", where, a.Type, strings.Join(Types, ", "))
+			fail(at.Join("type"), "unknown type %q (%s; one of %s)", a.Type, who, strings.Join(Types, ", "))
 		}
 		if a.Token != "" {
 			if strings.IndexFunc(a.Token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r > unicode.MaxASCII }) >= 0 {
-				fail("%s: field token must be printable ASCII without spaces", where)
+				fail(at.Join("token"), "%s's token must be printable ASCII without spaces", who)
 			}
 			if n := len(a.Token); n < MinTokenLength {
-				fail("%s: field token is %d characters; a bearer token needs at least %d random ones (e.g. openssl rand -hex 32)",
-					where, n, MinTokenLength)
+				fail(at.Join("token"), "%s's token is %d characters; a bearer token needs at least %d random ones (e.g. openssl rand -hex 32)",
+					who, n, MinTokenLength)
 			}
 			if other, dup := tokens[a.Token]; dup {
-				fail("%s: field token is the same as agent %q's; every agent needs its own", where, other)
+				fail(at.Join("token"), "%s's token is the same as agent %q's; every agent needs its own", who, other)
 			}
 			tokens[a.Token] = a.ID
 		}
 		if a.Scope != nil {
 			for j, id := range a.Scope.Tasks {
 				if id == "" || strings.TrimSpace(id) != id {
-					fail("%s: field scope[%d]: a task id must be non-empty, without surrounding spaces", where, j)
+					fail(at.Join("scope", j), "%s: a task id must be non-empty, without surrounding spaces", who)
 				}
 			}
 		}
@@ -200,16 +212,18 @@ func Parse(name string, data []byte) (*Policy, error) {
 		if a.Supervisor == "" {
 			continue
 		}
-		where := fmt.Sprintf("agents[%d] (id %q)", i, a.ID)
+		at := jsonfile.Path{"agents", i, "supervisor"}
 		if a.Supervisor == a.ID {
-			fail("%s: field supervisor: an agent cannot supervise itself", where)
+			fail(at, "agent %q cannot supervise itself", a.ID)
 		} else if _, ok := p.byID[a.Supervisor]; !ok {
-			fail("%s: field supervisor: no agent has id %q", where, a.Supervisor)
+			fail(at, "no agent has id %q (agent %q's supervisor)", a.Supervisor, a.ID)
 		}
 	}
-	for typ, r := range f.Permissions {
+	for _, typ := range slices.Sorted(maps.Keys(f.Permissions)) {
+		r := f.Permissions[typ]
+		at := jsonfile.Path{"permissions", typ}
 		if !slices.Contains(Types, typ) {
-			fail("permissions: unknown agent type %q (one of %s)", typ, strings.Join(Types, ", "))
+			fail(at, "unknown agent type %q (one of %s)", typ, strings.Join(Types, ", "))
 			continue
 		}
 		rules := p.perms[typ]
@@ -221,23 +235,23 @@ func Parse(name string, data []byte) (*Policy, error) {
 		}
 		for j, pat := range rules.Allow {
 			if err := checkPattern(pat); err != nil {
-				fail("permissions.%s.allow[%d]: %v", typ, j, err)
+				fail(at.Join("allow", j), "%v", err)
 			}
 		}
 		for j, pat := range rules.Deny {
 			if err := checkPattern(pat); err != nil {
-				fail("permissions.%s.deny[%d]: %v", typ, j, err)
+				fail(at.Join("deny", j), "%v", err)
 			}
 		}
 		p.perms[typ] = rules
 	}
 	for j, pat := range f.CriticalTools {
 		if err := checkPattern(pat); err != nil {
-			fail("critical_tools[%d]: %v", j, err)
+			fail(jsonfile.Path{"critical_tools", j}, "%v", err)
 		}
 	}
 	p.critical = f.CriticalTools
-	if err := errors.Join(errs...); err != nil {
+	if err := jsonfile.Join(errs...); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -77,7 +77,7 @@ func firstPartyTools(t *testing.T) map[string]*abi.Tool {
 	dir, _ := buildtest.Plugins(t, srcs...)
 	// Manifests are embedded, so no engine is needed; every condition is
 	// met so that conditional tools (get_context) are listed too.
-	reg, err := registry.Load(context.Background(), registry.Options{Dirs: []string{dir}, Conditions: abi.Conditions})
+	reg, err := registry.Load(context.Background(), registry.Options{Dirs: []string{dir}, Conditions: abi.Conditions()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,12 @@ func TestAgentsFileErrors(t *testing.T) {
 		{"unknown type in permissions", `{"agents":[],"permissions":{"JANITOR":{"allow":["*"]}}}`, []string{"permissions", `"JANITOR"`}},
 		{"bad pattern", `{"agents":[],"permissions":{"WORKER":{"allow":["mail_["]}}}`, []string{"permissions.WORKER.allow[0]", "mail_["}},
 		{"bad critical pattern", `{"agents":[],"critical_tools":["["]}`, []string{"critical_tools[0]"}},
-		{"not JSON", `{"agents":`, []string{"not a valid agents file"}},
+		{"not JSON", `{"agents":`, []string{"agents.json:1:11: agents: unexpected end"}},
+		{"placed at line and column", "{\"agents\": [\n  {\"id\": \"a\", \"type\": \"WORKER\"},\n  {\"id\": \"b\", \"type\": \"WORKR\"}\n]}",
+			[]string{`agents.json:3:23: agents[1].type: unknown type "WORKR"`, `agent "b"`}},
+		{"every problem at once", `{"agents":[{"id":"a","type":"BOSS","tokn":"x"}],"critical_tools":["["]}`,
+			[]string{`:1:29: agents[0].type: unknown type "BOSS"`, `:1:36: agents[0].tokn: unknown field "tokn" (did you mean "token"?)`,
+				`:1:67: critical_tools[0]: pattern "["`}},
 		{"trailing data", `{"agents":[]} {}`, []string{"after the top-level object"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

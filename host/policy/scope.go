@@ -22,8 +22,12 @@ type Grant struct {
 	Tasks []string
 }
 
-// UnmarshalJSON reads "all", "own" or a list of task ids.
+// UnmarshalJSON reads "all", "own" or a list of task ids; null leaves g as
+// it is (encoding/json's convention).
 func (g *Grant) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var word string
 	if err := json.Unmarshal(b, &word); err == nil {
 		switch word {

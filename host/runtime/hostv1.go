@@ -52,7 +52,7 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		if err := json.Unmarshal(req, &n); err != nil {
 			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "notify payload is not a NotifyRequest: "+err.Error(), "")
 		}
-		if !slices.Contains(abi.LogLevels, n.Level) {
+		if !slices.Contains(abi.LogLevels(), n.Level) {
 			n.Level = "info"
 		}
 		if n.Logger == "" {
@@ -144,7 +144,7 @@ func (e errInterrupted) Error() string { return "interrupted: " + e.cause.Error(
 
 func (e *Engine) instantiateHostV1(ctx context.Context) error {
 	caps := map[string]string{}
-	for _, f := range abi.HostFunctions {
+	for _, f := range abi.HostFunctions() {
 		caps[f.Name] = f.Capability
 	}
 	b := e.rt.NewHostModuleBuilder(abi.HostModule)

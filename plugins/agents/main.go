@@ -13,7 +13,7 @@ package main
 
 import (
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/plugins/internal/taskapi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	sdk "github.com/plugboard/plugboard/sdk-guest"
 )
 
@@ -89,28 +89,24 @@ func init() {
 	sdk.Tool(sdk.ToolSpec{Name: "mail_list_inbox", Title: "List my inbox", Description: descMailListInbox, Annotations: readOnly,
 		Aliases: []string{"mcp__mail__list_inbox"}, InputSchema: []byte(schemaListInbox)},
 		func(c *sdk.Call, in InboxIn) (InboxOut, error) {
-			var b struct {
-				Count       int         `json:"count"`
-				UnreadCount int         `json:"unread_count"`
-				Mails       []boardMail `json:"mails"`
-			}
+			var b tasks.BoardInbox
 			if err := c.Board(abi.OpMailListInbox, in, &b); err != nil {
 				return InboxOut{}, err
 			}
 			out := InboxOut{Count: b.Count, UnreadCount: b.UnreadCount, Mails: make([]Mail, len(b.Mails))}
 			for i, m := range b.Mails {
-				out.Mails[i] = m.out()
+				out.Mails[i] = mailOut(m)
 			}
 			return out, nil
 		})
 	sdk.Tool(sdk.ToolSpec{Name: "mail_read", Title: "Read a mail", Description: descMailRead, Annotations: marks,
 		Aliases: []string{"mcp__mail__read"}, InputSchema: []byte(schemaMailRead)},
 		func(c *sdk.Call, in MailIn) (Mail, error) {
-			var b boardMail
+			var b tasks.BoardMail
 			if err := c.Board(abi.OpMailRead, in, &b); err != nil {
 				return Mail{}, err
 			}
-			return b.out(), nil
+			return mailOut(b), nil
 		})
 	sdk.Tool(sdk.ToolSpec{Name: "mail_reply", Title: "Reply to a mail", Description: descMailReply, Annotations: creates,
 		Aliases: []string{"mcp__mail__reply"}, InputSchema: []byte(schemaMailReply)},
@@ -121,14 +117,14 @@ func init() {
 		})
 	sdk.Tool(sdk.ToolSpec{Name: "agent_get_status", Title: "Get my status", Description: descAgentGetStatus, Annotations: readOnly,
 		Aliases: []string{"mcp__agent__get_status"}, InputSchema: []byte(schemaNoInput)},
-		func(c *sdk.Call, _ taskapi.NoInput) (StatusOut, error) {
+		func(c *sdk.Call, _ tasks.NoInput) (StatusOut, error) {
 			var out StatusOut
 			err := c.Board(abi.OpAgentGetStatus, nil, &out)
 			return out, err
 		})
 	sdk.Tool(sdk.ToolSpec{Name: "agent_get_task", Title: "Get my task", Description: descAgentGetTask, Annotations: readOnly,
 		Aliases: []string{"mcp__agent__get_task"}, InputSchema: []byte(schemaNoInput)},
-		func(c *sdk.Call, _ taskapi.NoInput) (TaskOut, error) {
+		func(c *sdk.Call, _ tasks.NoInput) (TaskOut, error) {
 			var out TaskOut
 			err := c.Board(abi.OpAgentGetTask, nil, &out)
 			return out, err

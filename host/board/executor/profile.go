@@ -104,8 +104,12 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a duration string; a bare number is refused, since
-// nobody can tell whether it meant seconds or nanoseconds.
+// nobody can tell whether it meant seconds or nanoseconds. null leaves d as
+// it is (encoding/json's convention).
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("a duration is a string such as \"90s\" or \"10m\"")

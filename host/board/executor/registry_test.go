@@ -204,7 +204,7 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"executor A", "variants.DEFAULT.argv", "argv[0]"}},
 		{"bad id",
 			`{"executors":[{"executor":"my agent!",` + valid + `}]}`,
-			[]string{"executor #0", "field executor", `"my agent!"`}},
+			[]string{"executor #0", ":1:27: executors[0].executor:", `"my agent!"`}},
 		{"empty id",
 			`{"executors":[{"executor":"",` + valid + `}]}`,
 			[]string{"executor #0", "executor"}},
@@ -285,6 +285,9 @@ func TestLoadErrorIsValidationError(t *testing.T) {
 	var ve *executor.ValidationError
 	if !errors.As(err, &ve) || ve.File != path || ve.Executor != "A" || ve.Field != "output_format" {
 		t.Fatalf("err = %#v, want a ValidationError for A.output_format in %s", err, path)
+	}
+	if ve.At == nil || ve.At.Line != 1 || ve.At.Col != 60 || ve.At.Path != "executors[0].output_format" {
+		t.Fatalf("placed at %+v, want line 1, column 60, executors[0].output_format", ve.At)
 	}
 }
 

@@ -9,37 +9,37 @@ import (
 
 // Attempt is one try at a task: a git worktree per repo on a fresh branch.
 type Attempt struct {
-	ID        string `json:"attempt_id"`
-	TaskID    string `json:"task_id"`
-	Branch    string `json:"workspace_branch"`
-	Executor  string `json:"executor"`
-	Variant   string `json:"variant"`
-	Dir       string `json:"-"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	ID        string
+	TaskID    string
+	Branch    string
+	Executor  string
+	Variant   string
+	Dir       string
+	CreatedAt string
+	UpdatedAt string
 }
 
 // AttemptRepo is one repo's worktree in an attempt.
 type AttemptRepo struct {
-	AttemptID     string `json:"-"`
-	RepoID        string `json:"repo_id"`
-	RepoName      string `json:"repo_name"`
-	WorktreeDir   string `json:"-"`
-	TargetBranch  string `json:"target_branch"`
-	BaseCommit    string `json:"base_commit"`
-	SetupScript   string `json:"-"`
-	CleanupScript string `json:"-"`
+	AttemptID     string
+	RepoID        string
+	RepoName      string
+	WorktreeDir   string
+	TargetBranch  string
+	BaseCommit    string
+	SetupScript   string
+	CleanupScript string
 }
 
 // Session is one executor conversation within an attempt.
 type Session struct {
-	ID             string `json:"session_id"`
-	AttemptID      string `json:"attempt_id"`
-	Executor       string `json:"executor"`
-	Variant        string `json:"variant"`
-	AgentSessionID string `json:"-"`
-	CreatedAt      string `json:"created_at"`
-	UpdatedAt      string `json:"updated_at"`
+	ID             string
+	AttemptID      string
+	Executor       string
+	Variant        string
+	AgentSessionID string
+	CreatedAt      string
+	UpdatedAt      string
 }
 
 // CreateAttempt inserts an attempt and its repos in one transaction.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
-// Log channels.
+// Log channels (tasks.Channel values).
 const (
-	ChannelRaw        = "raw"
-	ChannelNormalized = "normalized"
+	ChannelRaw        = tasks.ChannelRaw
+	ChannelNormalized = tasks.ChannelNormalized
 )
 
 // LogRow is one log entry to append.
@@ -22,8 +24,8 @@ type LogRow struct {
 
 // LogEntry is one stored entry.
 type LogEntry struct {
-	Index int64           `json:"entry_index"`
-	Entry json.RawMessage `json:"entry"`
+	Index int64
+	Entry json.RawMessage
 }
 
 // AppendLogs writes rows in one transaction and bumps the updated_at of

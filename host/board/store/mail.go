@@ -10,16 +10,16 @@ import (
 // Mail is one message between agents, or from an agent to the human inbox
 // (ToAgentID "human"). ThreadID is the id of the first mail of its thread.
 type Mail struct {
-	ID            string  `json:"id"`
-	FromAgentID   string  `json:"from_agent_id"`
-	FromAgentType string  `json:"from_agent_type"`
-	ToAgentID     string  `json:"to_agent_id"`
-	Subject       string  `json:"subject"`
-	Body          string  `json:"body"`
-	InReplyTo     *string `json:"in_reply_to"`
-	ThreadID      string  `json:"thread_id"`
-	ReadAt        *string `json:"read_at"`
-	CreatedAt     string  `json:"created_at"`
+	ID            string
+	FromAgentID   string
+	FromAgentType string
+	ToAgentID     string
+	Subject       string
+	Body          string
+	InReplyTo     *string
+	ThreadID      string
+	ReadAt        *string
+	CreatedAt     string
 }
 
 // EventMailSent is the event InsertMail records with each mail.

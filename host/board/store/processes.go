@@ -5,46 +5,48 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
-// Process run reasons.
+// Process run reasons (tasks.RunReason values).
 const (
-	ReasonSetupScript   = "setupscript"
-	ReasonCleanupScript = "cleanupscript"
-	ReasonCodingAgent   = "codingagent"
-	ReasonDevServer     = "devserver"
+	ReasonSetupScript   = tasks.RunSetupScript
+	ReasonCleanupScript = tasks.RunCleanupScript
+	ReasonCodingAgent   = tasks.RunCodingAgent
+	ReasonDevServer     = tasks.RunDevServer
 )
 
-// Process statuses.
+// Process statuses (tasks.ProcessStatus values).
 const (
-	ProcRunning   = "running"
-	ProcCompleted = "completed"
-	ProcFailed    = "failed"
-	ProcKilled    = "killed"
+	ProcRunning   = tasks.ProcessRunning
+	ProcCompleted = tasks.ProcessCompleted
+	ProcFailed    = tasks.ProcessFailed
+	ProcKilled    = tasks.ProcessKilled
 )
 
 // Process is one execution process of an attempt.
 type Process struct {
-	ID        string  `json:"execution_process_id"`
-	AttemptID string  `json:"attempt_id"`
-	SessionID *string `json:"session_id"`
-	RunReason string  `json:"run_reason"`
-	Status    string  `json:"status"`
-	Command   string  `json:"command"`
-	PID       int     `json:"-"`
+	ID        string
+	AttemptID string
+	SessionID *string
+	RunReason string
+	Status    string
+	Command   string
+	PID       int
 	// Identity tells this OS process apart from a later one reusing its
 	// pid (see procsup.Identity).
-	Identity string `json:"-"`
+	Identity string
 	// Owner is the identity of the host process supervising it.
-	Owner    string `json:"-"`
-	ExitCode *int   `json:"exit_code"`
+	Owner    string
+	ExitCode *int
 	// EndReason says why a process ended when the exit code does not: the
 	// signal that killed it, a start failure, "host exited".
-	EndReason   string  `json:"end_reason,omitempty"`
-	StartedAt   string  `json:"started_at"`
-	CompletedAt *string `json:"completed_at"`
-	CreatedAt   string  `json:"created_at"`
-	UpdatedAt   string  `json:"updated_at"`
+	EndReason   string
+	StartedAt   string
+	CompletedAt *string
+	CreatedAt   string
+	UpdatedAt   string
 }
 
 // CreateProcess inserts a process in status running. p.ID and times are

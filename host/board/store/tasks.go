@@ -5,15 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
-// Task statuses.
+// Task statuses (tasks.TaskStatus values).
 const (
-	StatusTodo       = "todo"
-	StatusInProgress = "inprogress"
-	StatusInReview   = "inreview"
-	StatusDone       = "done"
-	StatusCancelled  = "cancelled"
+	StatusTodo       = tasks.StatusTodo
+	StatusInProgress = tasks.StatusInProgress
+	StatusInReview   = tasks.StatusInReview
+	StatusDone       = tasks.StatusDone
+	StatusCancelled  = tasks.StatusCancelled
 )
 
 // TaskStatuses lists the valid task statuses in workflow order.
@@ -21,24 +23,24 @@ var TaskStatuses = []string{StatusTodo, StatusInProgress, StatusInReview, Status
 
 // Task is one unit of work on a project.
 type Task struct {
-	ID          string `json:"task_id"`
-	ProjectID   string `json:"project_id"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Status      string `json:"status"`
-	CreatedAt   string `json:"created_at"`
-	UpdatedAt   string `json:"updated_at"`
+	ID          string
+	ProjectID   string
+	Title       string
+	Description string
+	Status      string
+	CreatedAt   string
+	UpdatedAt   string
 }
 
 // AttemptSummary is the per-task view of its attempts that list_tasks
 // shows: the latest attempt (created_at DESC, id ASC) and its latest session.
 type AttemptSummary struct {
-	LatestAttemptID       *string `json:"latest_attempt_id"`
-	LatestWorkspaceBranch *string `json:"latest_workspace_branch"`
-	LatestSessionID       *string `json:"latest_session_id"`
-	LatestSessionExecutor *string `json:"latest_session_executor"`
-	HasInProgressAttempt  bool    `json:"has_in_progress_attempt"`
-	LastAttemptFailed     bool    `json:"last_attempt_failed"`
+	LatestAttemptID       *string
+	LatestWorkspaceBranch *string
+	LatestSessionID       *string
+	LatestSessionExecutor *string
+	HasInProgressAttempt  bool
+	LastAttemptFailed     bool
 }
 
 // TaskWithSummary is a task and its attempt summary.

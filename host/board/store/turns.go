@@ -9,14 +9,14 @@ import (
 // Turn is one coding-agent run in a session: the prompt it was given and
 // the summary (its final message) once it finished.
 type Turn struct {
-	ID        string  `json:"turn_id"`
-	SessionID string  `json:"session_id"`
-	ProcessID *string `json:"execution_process_id"`
-	Index     int64   `json:"turn_index"`
-	Prompt    string  `json:"prompt"`
-	Summary   *string `json:"summary"`
-	CreatedAt string  `json:"created_at"`
-	UpdatedAt string  `json:"updated_at"`
+	ID        string
+	SessionID string
+	ProcessID *string
+	Index     int64
+	Prompt    string
+	Summary   *string
+	CreatedAt string
+	UpdatedAt string
 }
 
 // AddTurn appends a turn to a session with the next dense index.
@@ -102,10 +102,10 @@ func (s *Store) turnPage(ctx context.Context, where string, tail bool, limit int
 // QueuedMessage is the one follow-up waiting for a session's running
 // process to finish.
 type QueuedMessage struct {
-	SessionID string `json:"session_id"`
-	Prompt    string `json:"prompt"`
-	Variant   string `json:"variant,omitempty"`
-	CreatedAt string `json:"queued_at"`
+	SessionID string
+	Prompt    string
+	Variant   string
+	CreatedAt string
 }
 
 // QueueMessage stores the session's queued message, replacing any

@@ -1,6 +1,6 @@
 // Package taskapi is the agent-facing surface of the first-party task tools:
-// every tool's input and output types (field descriptions in jsonschema
-// tags), its description in the Use when/Required/Optional/Next/Avoid
+// every tool's input and output types (defined in abi/tasks, field
+// descriptions in jsonschema tags; types.go names them here), its description in the Use when/Required/Optional/Next/Avoid
 // template, annotations, mode rules, and the handler that maps the input to
 // a board operation (abi.BoardOps) and the board's answer to the output.
 //
@@ -9,8 +9,9 @@
 // ([RegisterControl]) and tasks-workspace ([RegisterWorkspace]).
 //
 // Input and output schemas are generated from the types plus what inference
-// cannot express (enums, bounds, defaults, exclusive fields, the follow_up
-// modes; see inputPatches) into schemas_gen.go, so a plugin pays nothing at
+// cannot express (enums, the uuid format and pattern of *_id arguments,
+// bounds, defaults, exclusive fields, the follow_up modes; see typeSchemas,
+// limitStrings, inputPatches and outputPatches) into schemas_gen.go, so a plugin pays nothing at
 // start-up to build them. After changing a type or a patch, regenerate with
 //
 //	go test ./plugins/internal/taskapi -run TestSchemasUpToDate -update
@@ -22,11 +23,10 @@
 // precise codes (ambiguous_target, mixed_pagination, missing_required).
 //
 // Output schemas are open and say formats in words (openOutput): objects
-// accept fields they do not list, and an id or time field's description says
-// "(UUID)" or "(RFC3339)" instead of carrying format, which generation
-// refuses to drop from a field whose description does not say it.
+// accept fields they do not list, and an id or time field (by its name:
+// *_id, *_ids, *_at, timestamp) carries no format; generation refuses a
+// description that does not say "(UUID)" or "(RFC3339)" instead.
 //
-// The package must not import host/...: plugins compile to wasip1. The board
-// types are mirrored here, field for field (see host/board and
-// host/board/store for the JSON each operation takes and returns).
+// The package must not import host/...: plugins compile to wasip1. The host's
+// board answers with the same abi/tasks types, so nothing is mirrored here.
 package taskapi

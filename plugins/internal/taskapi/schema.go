@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	sdk "github.com/plugboard/plugboard/sdk-guest"
 )
 
@@ -44,40 +45,45 @@ type toolSchemas struct{ input, output string }
 
 // ---- generation (tests only: go test -run TestSchemasUpToDate -update) ----
 
-// typeSchemas are the schemas of the named types of types.go.
+// typeSchemas are the schemas of the enum types of abi/tasks.
 func typeSchemas() map[reflect.Type]*jsonschema.Schema {
-	str := func(format string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: format} }
-	enum := func(values ...string) *jsonschema.Schema {
-		s := &jsonschema.Schema{Type: "string"}
-		for _, v := range values {
-			s.Enum = append(s.Enum, v)
-		}
-		return s
-	}
 	return map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[UUID]():          str("uuid"),
-		reflect.TypeFor[Time]():          str("date-time"),
-		reflect.TypeFor[TaskStatus]():    enum("todo", "inprogress", "inreview", "done", "cancelled"),
-		reflect.TypeFor[AttemptState]():  enum("idle", "running", "completed", "failed"),
-		reflect.TypeFor[RunReason]():     enum("setupscript", "cleanupscript", "codingagent", "devserver"),
-		reflect.TypeFor[ProcessStatus](): enum("running", "completed", "failed", "killed"),
-		reflect.TypeFor[Channel]():       enum(string(ChannelNormalized), string(ChannelRaw)),
-		reflect.TypeFor[EntryType](): enum("user_message", "assistant_message", "tool_use", "thinking",
-			"system_message", "error_message"),
-		reflect.TypeFor[Stream]():               enum("stdout", "stderr"),
-		reflect.TypeFor[Action]():               enum(string(ActionSend), string(ActionQueue), string(ActionCancel)),
-		reflect.TypeFor[FileStatus]():           enum("added", "modified", "deleted", "renamed"),
-		reflect.TypeFor[Encoding]():             enum("utf-8", "base64"),
+		reflect.TypeFor[TaskStatus]():    enum(taskStatuses...),
+		reflect.TypeFor[AttemptState]():  enum(attemptStates...),
+		reflect.TypeFor[RunReason]():     enum(tasks.RunSetupScript, tasks.RunCleanupScript, tasks.RunCodingAgent, tasks.RunDevServer),
+		reflect.TypeFor[ProcessStatus](): enum(tasks.ProcessRunning, tasks.ProcessCompleted, tasks.ProcessFailed, tasks.ProcessKilled),
+		reflect.TypeFor[Channel]():       enum(ChannelNormalized, ChannelRaw),
+		reflect.TypeFor[EntryType](): enum(tasks.EntryUserMessage, tasks.EntryAssistantMessage, tasks.EntryToolUse, tasks.EntryThinking,
+			tasks.EntrySystemMessage, tasks.EntryErrorMessage),
+		reflect.TypeFor[Stream]():               enum(tasks.StreamStdout, tasks.StreamStderr),
+		reflect.TypeFor[Action]():               enum(ActionSend, ActionQueue, ActionCancel),
+		reflect.TypeFor[FileStatus]():           enum(tasks.FileAdded, tasks.FileModified, tasks.FileDeleted, tasks.FileRenamed),
+		reflect.TypeFor[Encoding]():             enum(tasks.EncodingUTF8, tasks.EncodingBase64),
 		reflect.TypeFor[ChangesBlockedReason](): enum(ReasonSummaryFailed, ReasonThresholdExceeded),
 		reflect.TypeFor[PatchBlockedReason](): enum(ReasonSizeExceeded, ReasonTooManyPaths, ReasonPathOutsideWorkspace,
 			ReasonThresholdExceeded, ReasonSummaryFailed),
 		reflect.TypeFor[FileBlockedReason](): enum(ReasonPathOutsideWorkspace, ReasonSizeExceeded),
-		reflect.TypeFor[BlockedCode]():       enum(string(CodeBlockedGuardrails)),
-		reflect.TypeFor[MergedVia]():         enum("worktree", "ref", "up_to_date"),
-		reflect.TypeFor[Delivery]():          enum(string(ActionSend), string(ActionQueue)),
+		reflect.TypeFor[BlockedCode]():       enum(CodeBlockedGuardrails),
+		reflect.TypeFor[MergedVia]():         enum(tasks.MergedViaWorktree, tasks.MergedViaRef, tasks.MergedViaUpToDate),
+		reflect.TypeFor[Delivery]():          enum(ActionSend, ActionQueue),
 		// Log entry metadata is passed through as the board stores it.
 		reflect.TypeFor[json.RawMessage](): {Type: "object"},
 	}
+}
+
+// The values of TaskStatus and AttemptState.
+var (
+	taskStatuses  = []string{tasks.StatusTodo, tasks.StatusInProgress, tasks.StatusInReview, tasks.StatusDone, tasks.StatusCancelled}
+	attemptStates = []string{tasks.StateIdle, tasks.StateRunning, tasks.StateCompleted, tasks.StateFailed}
+)
+
+// enum is the schema of a string enum.
+func enum(values ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "string"}
+	for _, v := range values {
+		s.Enum = append(s.Enum, v)
+	}
+	return s
 }
 
 // schemaPatch adds to an inferred schema what inference cannot express.
@@ -192,24 +198,34 @@ func inputPatches() map[string]schemaPatch {
 	}
 }
 
+// outputPatches holds each tool's output schema additions: enums of fields
+// that are plain strings in Go (see tasks.StatusOut.State).
+func outputPatches() map[string]schemaPatch {
+	return map[string]schemaPatch{
+		"get_attempt_status": func(s *jsonschema.Schema) { s.Properties["state"].Enum = enum(attemptStates...).Enum },
+	}
+}
+
 // generateSchemas returns the schemas of every registered tool.
 func generateSchemas() (map[string]toolSchemas, error) {
-	patches := inputPatches()
+	inPatches, outPatches := inputPatches(), outputPatches()
 	out := map[string]toolSchemas{}
 	for _, t := range registered {
-		in, err := generateSchema(t.in, true, patches[t.name])
+		in, err := generateSchema(t.in, true, inPatches[t.name])
 		if err != nil {
 			return nil, fmt.Errorf("%s input: %w", t.name, err)
 		}
-		o, err := generateSchema(t.out, false, nil)
+		o, err := generateSchema(t.out, false, outPatches[t.name])
 		if err != nil {
 			return nil, fmt.Errorf("%s output: %w", t.name, err)
 		}
 		out[t.name] = toolSchemas{strings.TrimSpace(string(in)), strings.TrimSpace(string(o))}
 	}
-	for name := range patches {
-		if _, ok := out[name]; !ok {
-			return nil, fmt.Errorf("input patch for unregistered tool %q", name)
+	for side, patches := range map[string]map[string]schemaPatch{"input": inPatches, "output": outPatches} {
+		for name := range patches {
+			if _, ok := out[name]; !ok {
+				return nil, fmt.Errorf("%s patch for unregistered tool %q", side, name)
+			}
 		}
 	}
 	return out, nil
@@ -269,7 +285,7 @@ var maxLengths = map[string]int{
 const defaultMaxLength = 4096
 
 // limitStrings gives every string argument a maximum length, and every id
-// argument the UUID pattern, recursively (name is the property's name, with
+// argument the uuid format and the UUID pattern, recursively (name is the property's name, with
 // "[]" for array items).
 func limitStrings(s *jsonschema.Schema, name string) {
 	if s == nil {
@@ -282,6 +298,7 @@ func limitStrings(s *jsonschema.Schema, name string) {
 		}
 		switch {
 		case strings.HasSuffix(base, "_id") && base != "request_id":
+			s.Format = "uuid"
 			s.Pattern = uuidPattern
 			s.MaxLength = jsonschema.Ptr(36)
 		case s.MaxLength == nil:
@@ -323,10 +340,26 @@ var formatWords = map[string]string{"uuid": "UUID", "date-time": "RFC3339"}
 // only restrict what the server sends and that clients pay for at every
 // tools/list (docs/DECISIONS.md, "Output schemas are open and say formats
 // in words"): additionalProperties false, so a result may gain fields, and
-// format, which the field's description must then state in words (name is
-// the property's path, for the error; array items, which have no
-// description, are described by their array's).
+// format, which the field's description must then state in words. Ids and
+// times are plain strings in Go (abi/tasks), so their format comes from
+// their name (impliedFormat) and must be stated in words too (name is the
+// property's path, for the error; array items, which have no description,
+// are described by their array's).
 func openOutput(s *jsonschema.Schema, name string) error { return openOutputIn(s, name, "") }
+
+// impliedFormat is the format an output string's name implies: uuid for an
+// id (*_id, *_ids[]), date-time for a time (*_at, timestamp); "" for any
+// other name.
+func impliedFormat(name string) string {
+	base := strings.TrimSuffix(name[strings.LastIndex(name, ".")+1:], "[]")
+	switch {
+	case strings.HasSuffix(base, "_id") || strings.HasSuffix(base, "_ids"):
+		return "uuid"
+	case strings.HasSuffix(base, "_at") || base == "timestamp":
+		return "date-time"
+	}
+	return ""
+}
 
 func openOutputIn(s *jsonschema.Schema, name, arrayDescription string) error {
 	if s == nil {
@@ -335,14 +368,18 @@ func openOutputIn(s *jsonschema.Schema, name, arrayDescription string) error {
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Not != nil && reflect.ValueOf(*s.AdditionalProperties.Not).IsZero() {
 		s.AdditionalProperties = nil
 	}
-	if s.Format != "" {
+	format := s.Format
+	if format == "" && (s.Type == "string" || slices.Contains(s.Types, "string")) {
+		format = impliedFormat(name)
+	}
+	if format != "" {
 		d := s.Description
 		if d == "" {
 			d = arrayDescription
 		}
-		word, ok := formatWords[s.Format]
+		word, ok := formatWords[format]
 		if !ok || !strings.Contains(d, word) {
-			return fmt.Errorf("output field %s has format %q; its description must say %q (%q)", name, s.Format, word, d)
+			return fmt.Errorf("output field %s has format %q; its description must say %q (%q)", name, format, word, d)
 		}
 		s.Format = ""
 	}

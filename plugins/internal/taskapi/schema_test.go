@@ -179,8 +179,8 @@ func TestToolNamesAndPlugins(t *testing.T) {
 		got[r.name] = r.capability
 		// Each tool calls the board operation of its own name, which needs
 		// exactly its plugin's capability.
-		if abi.BoardOps[r.name] != r.capability {
-			t.Errorf("%s is in the %s plugin but its board operation needs %q", r.name, r.capability, abi.BoardOps[r.name])
+		if capability, _ := abi.BoardOpCapability(r.name); capability != r.capability {
+			t.Errorf("%s is in the %s plugin but its board operation needs %q", r.name, r.capability, capability)
 		}
 	}
 	for name, c := range specTools {

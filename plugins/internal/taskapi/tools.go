@@ -1,9 +1,8 @@
 package taskapi
 
 import (
-	"encoding/json"
-
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	sdk "github.com/plugboard/plugboard/sdk-guest"
 )
 
@@ -272,7 +271,7 @@ func RegisterWrite() {
 		Idempotency: requestID},
 		func(c *sdk.Call, in CreateTaskIn) (Task, error) {
 			var out Task
-			err := c.Board(abi.OpCreateTask, boardCreateTask{ProjectID: in.ProjectID, Title: in.Title, Description: in.Description}, &out)
+			err := c.Board(abi.OpCreateTask, tasks.CreateTaskArgs{ProjectID: in.ProjectID, Title: in.Title, Description: in.Description}, &out)
 			return out, err
 		})
 	tool(sdk.ToolSpec{Name: "update_task", Title: "Update a task", Description: descUpdateTask, Annotations: updates},
@@ -299,7 +298,7 @@ func RegisterControl() {
 		Idempotency: requestID, TimeoutMS: 120000},
 		func(c *sdk.Call, in StartIn) (StartOut, error) {
 			var out StartOut
-			err := c.Board(abi.OpStartTaskAttempt, boardStart{TaskID: in.TaskID, Executor: in.Executor, Variant: in.Variant, Repos: in.Repos}, &out)
+			err := c.Board(abi.OpStartTaskAttempt, tasks.StartArgs{TaskID: in.TaskID, Executor: in.Executor, Variant: in.Variant, Repos: in.Repos}, &out)
 			out.Repos = nonNil(out.Repos)
 			return out, err
 		})
@@ -307,7 +306,7 @@ func RegisterControl() {
 		Idempotency: requestID, Rules: []abi.Rule{ruleOneTarget, rulePrompt, ruleCancel}},
 		func(c *sdk.Call, in FollowUpIn) (FollowUpOut, error) {
 			var out FollowUpOut
-			err := c.Board(abi.OpFollowUp, boardFollowUp{Action: in.Action, AttemptID: in.AttemptID, SessionID: in.SessionID,
+			err := c.Board(abi.OpFollowUp, tasks.FollowUpArgs{Action: in.Action, AttemptID: in.AttemptID, SessionID: in.SessionID,
 				Prompt: in.Prompt, Variant: in.Variant}, &out)
 			return out, err
 		})
@@ -331,7 +330,7 @@ func RegisterControl() {
 		Idempotency: requestID},
 		func(c *sdk.Call, in RequestChangesIn) (RequestChangesOut, error) {
 			var out RequestChangesOut
-			err := c.Board(abi.OpRequestChanges, boardRequestChanges{AttemptID: in.AttemptID, Feedback: in.Feedback}, &out)
+			err := c.Board(abi.OpRequestChanges, tasks.RequestChangesArgs{AttemptID: in.AttemptID, Feedback: in.Feedback}, &out)
 			return out, err
 		})
 }
@@ -371,61 +370,7 @@ func RegisterWorkspace() {
 		getAttemptFile)
 }
 
-// ---- board arguments that differ from the tool's input ----
-
-// boardCreateTask is board.CreateTaskArgs (request_id stays with the host).
-type boardCreateTask struct {
-	ProjectID   UUID   `json:"project_id"`
-	Title       string `json:"title"`
-	Description string `json:"description,omitempty"`
-}
-
-// boardStart is board.StartArgs.
-type boardStart struct {
-	TaskID   UUID        `json:"task_id"`
-	Executor string      `json:"executor"`
-	Variant  string      `json:"variant,omitempty"`
-	Repos    []StartRepo `json:"repos,omitempty"`
-}
-
-// boardFollowUp is board.FollowUpArgs.
-type boardFollowUp struct {
-	Action    Action `json:"action"`
-	AttemptID UUID   `json:"attempt_id,omitempty"`
-	SessionID UUID   `json:"session_id,omitempty"`
-	Prompt    string `json:"prompt,omitempty"`
-	Variant   string `json:"variant,omitempty"`
-}
-
-// boardRequestChanges is board.RequestChangesArgs.
-type boardRequestChanges struct {
-	AttemptID UUID   `json:"attempt_id"`
-	Feedback  string `json:"feedback"`
-}
-
 // ---- answers that the tool reshapes ----
-
-// boardLogs is board.LogsResult: entries as the store keeps them.
-type boardLogs struct {
-	AttemptID          UUID           `json:"attempt_id"`
-	ExecutionProcessID *UUID          `json:"execution_process_id"`
-	RunReason          *RunReason     `json:"run_reason"`
-	ProcessStatus      *ProcessStatus `json:"process_status"`
-	Channel            Channel        `json:"channel"`
-	Entries            []struct {
-		EntryIndex int64 `json:"entry_index"`
-		// Entry is a normalized entry {timestamp, entry_type, content,
-		// metadata} or a raw one {timestamp, stream, content}.
-		Entry struct {
-			Timestamp Time            `json:"timestamp"`
-			EntryType EntryType       `json:"entry_type"`
-			Stream    Stream          `json:"stream"`
-			Content   string          `json:"content"`
-			Metadata  json.RawMessage `json:"metadata"`
-		} `json:"entry"`
-	} `json:"entries"`
-	Page Page `json:"page"`
-}
 
 // tailAttemptLogs flattens each {entry_index, entry:{...}} into one entry.
 func tailAttemptLogs(c *sdk.Call, in LogsIn) (LogsOut, error) {
@@ -436,31 +381,13 @@ func tailAttemptLogs(c *sdk.Call, in LogsIn) (LogsOut, error) {
 	out := LogsOut{AttemptID: b.AttemptID, ExecutionProcessID: b.ExecutionProcessID, RunReason: b.RunReason,
 		ProcessStatus: b.ProcessStatus, Channel: b.Channel, Entries: make([]LogEntry, len(b.Entries)), Page: b.Page}
 	for i, e := range b.Entries {
-		meta := e.Entry.Metadata
-		if string(meta) == "null" {
-			meta = nil
+		out.Entries[i] = e.Entry
+		out.Entries[i].EntryIndex = e.EntryIndex
+		if string(e.Entry.Metadata) == "null" {
+			out.Entries[i].Metadata = nil
 		}
-		out.Entries[i] = LogEntry{EntryIndex: e.EntryIndex, Timestamp: e.Entry.Timestamp, EntryType: e.Entry.EntryType,
-			Stream: e.Entry.Stream, Content: e.Entry.Content, Metadata: meta}
 	}
 	return out, nil
-}
-
-// boardFile is board.FileResult (workspace.FileSlice with attempt_id):
-// blocked_reason, hint and next_start are omitted when empty, encoding is
-// "" when blocked.
-type boardFile struct {
-	AttemptID     UUID     `json:"attempt_id"`
-	Path          string   `json:"path"`
-	Start         int64    `json:"start"`
-	Size          int64    `json:"size"`
-	Content       string   `json:"content"`
-	Encoding      Encoding `json:"encoding"`
-	Truncated     bool     `json:"truncated"`
-	Blocked       bool     `json:"blocked"`
-	BlockedReason string   `json:"blocked_reason"`
-	Hint          string   `json:"hint"`
-	NextStart     *int64   `json:"next_start"`
 }
 
 // getAttemptFile reads a file slice; empty board fields become null.
@@ -475,8 +402,8 @@ func getAttemptFile(c *sdk.Call, in FileIn) (FileOut, error) {
 		out.Encoding = &b.Encoding
 	}
 	if b.BlockedReason != "" {
-		r := FileBlockedReason(b.BlockedReason)
-		out.BlockedReason, out.Code = &r, blockedCode(b.BlockedReason)
+		r := b.BlockedReason
+		out.BlockedReason, out.Code = &r, blockedCode(string(r))
 	}
 	return out, nil
 }

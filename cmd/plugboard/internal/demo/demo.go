@@ -1,11 +1,11 @@
-package main
-
-// plugboard demo is the newcomer's first look: it sets up a throwaway git
-// repository and task board as a person would, starts `plugboard serve` as
-// a child, and drives the closed loop of the agent guide through real MCP
-// tool calls over stdio — status → logs → changes → artifacts → follow-up
-// and stop — printing each call and the key facts of its answer. It checks
-// that the loop really happened and exits 1 if it did not.
+// Package demo owns `plugboard demo`, the newcomer's first look: it sets
+// up a throwaway git repository and task board as a person would, starts
+// `plugboard serve` as a child, and drives the closed loop of the agent
+// guide through real MCP tool calls over stdio — status → logs → changes →
+// artifacts → follow-up and stop — printing each call and the key facts of
+// its answer. It checks that the loop really happened and fails if it did
+// not. The command table in cmd/plugboard owns its flags and exit codes.
+package demo
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,27 +56,36 @@ echo "finished"`
 // demoEditsDone is the log line the script prints once its edits are made.
 const demoEditsDone = "edits done"
 
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var plugins stringList
-	fs.Var(&plugins, "plugins", "directory of .wasm plugins holding the task tools (repeatable; default: dist/plugins next to bin/, else ./dist/plugins)")
-	keep := fs.Bool("keep", false, "keep the sample repository and data directory for inspection")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: plugboard demo [--plugins DIR]... [--keep]\n\n"+
-			"Drives the task tools' closed loop over MCP against a throwaway repository.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &exitError{code: 2, err: errSilent}
-	}
-	if fs.NArg() > 0 {
-		return usageError("demo takes no arguments, got %q", fs.Args())
-	}
-	dirs, err := demoPluginDirs(plugins)
+// Options are what `plugboard demo` was given.
+type Options struct {
+	// PluginDirs hold the task tools' plugins (--plugins); none: dist/plugins
+	// next to the binary's bin/ folder, else ./dist/plugins.
+	PluginDirs []string
+	// Keep keeps the sample repository and data directory (--keep).
+	Keep bool
+	// Version is the MCP client's version.
+	Version string
+	// Stdout receives the walk-through; Stderr the server's last log lines
+	// when the demo fails.
+	Stdout, Stderr io.Writer
+}
+
+// UsageError is an error in the Options: nothing ran.
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+// ErrInterrupted is in the error of a demo whose context was cancelled;
+// its server and attempt are stopped by then.
+var ErrInterrupted = errors.New("demo interrupted")
+
+// Run runs the demo against the server this binary serves (os.Executable).
+// It returns nil when the whole loop happened; a *UsageError for bad
+// Options; an error wrapping ErrInterrupted when ctx was cancelled; else
+// the failure ("demo failed: ..."), after printing the end of the server's
+// log to Stderr.
+func Run(ctx context.Context, o Options) error {
+	dirs, err := pluginDirs(o.PluginDirs)
 	if err != nil {
 		return err
 	}
@@ -87,29 +95,29 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	d := &demo{w: stdout, exe: exe, pluginDirs: dirs, keep: *keep, started: time.Now(), tools: map[string]int{}}
+	d := &demo{w: o.Stdout, exe: exe, version: o.Version, pluginDirs: dirs, keep: o.Keep, started: time.Now(), tools: map[string]int{}}
 	if err := d.run(ctx); err != nil {
 		switch {
 		case errors.Is(ctx.Err(), context.Canceled):
-			msg := "demo interrupted; its server and attempt are stopped"
-			if !*keep {
+			msg := "its server and attempt are stopped"
+			if !o.Keep {
 				msg += " and its temporary directory removed"
 			}
-			return &exitError{code: exitInterrupted, err: errors.New(msg)}
+			return fmt.Errorf("%w; %s", ErrInterrupted, msg)
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			err = fmt.Errorf("the demo did not finish within %s: %w", demoTimeout, err)
 		}
 		if tail := d.serverLog(); tail != "" {
-			fmt.Fprintf(stderr, "server log (last lines):\n%s\n", tail)
+			fmt.Fprintf(o.Stderr, "server log (last lines):\n%s\n", tail)
 		}
-		return &exitError{code: 1, err: fmt.Errorf("demo failed: %w", err)}
+		return fmt.Errorf("demo failed: %w", err)
 	}
 	return nil
 }
 
-// demoPluginDirs makes the --plugins directories absolute, or finds
+// pluginDirs makes the --plugins directories absolute, or finds
 // dist/plugins next to the binary's bin/ folder or in the working directory.
-func demoPluginDirs(given []string) ([]string, error) {
+func pluginDirs(given []string) ([]string, error) {
 	if len(given) > 0 {
 		out := make([]string, len(given))
 		for i, d := range given {
@@ -118,7 +126,7 @@ func demoPluginDirs(given []string) ([]string, error) {
 				return nil, err
 			}
 			if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-				return nil, usageError("--plugins %s: not a directory", d)
+				return nil, &UsageError{fmt.Sprintf("--plugins %s: not a directory", d)}
 			}
 			out[i] = abs
 		}
@@ -138,13 +146,14 @@ func demoPluginDirs(given []string) ([]string, error) {
 			return []string{abs}, nil
 		}
 	}
-	return nil, usageError("demo: no --plugins given and no dist/plugins found; run `make build`, or pass --plugins DIR")
+	return nil, &UsageError{"demo: no --plugins given and no dist/plugins found; run `make build`, or pass --plugins DIR"}
 }
 
 // demo is one run of the demo.
 type demo struct {
 	w          io.Writer
 	exe        string
+	version    string
 	pluginDirs []string
 	keep       bool
 	started    time.Time
@@ -326,15 +335,17 @@ func (d *demo) connect(ctx context.Context) error {
 	args = append(args, "--data", d.data, "--log-level", "warn")
 	cmd := exec.Command(d.exe, args...)
 	// The server serves this demo's board only: an attempt id inherited
-	// from an agent running the demo would describe another board.
+	// from an agent running the demo would describe another board, and the
+	// user's configuration file (an HTTP address, other plugins) another
+	// server.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "PLUGBOARD_ATTEMPT_ID=")
+		return strings.HasPrefix(kv, "PLUGBOARD_ATTEMPT_ID=") || strings.HasPrefix(kv, "PLUGBOARD_CONFIG=")
 	})
 	d.stderr = &syncWriter{}
 	cmd.Stderr = d.stderr
 	d.printf("  server   plugboard %s\n", strings.ReplaceAll(strings.Join(args, " "), d.root, "$DEMO"))
 	d.printf("           a child process speaking MCP over stdio; this demo is its MCP client (go-sdk)\n")
-	client := mcp.NewClient(&mcp.Implementation{Name: "plugboard-demo", Version: version}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "plugboard-demo", Version: d.version}, nil)
 	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		return fmt.Errorf("start and connect to plugboard serve: %w", err)

@@ -1,0 +1,69 @@
+package main
+
+// plugboard config check validates a configuration file (host/config)
+// without starting anything: exit status 0 with one line saying what the
+// file configures, 1 with every problem, one per line, each at
+// FILE:LINE:COL and the field's path.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/plugboard/plugboard/host/config"
+)
+
+// cmdConfig runs the config subcommands: check.
+func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError("config needs a subcommand: check")
+	}
+	if args[0] != "check" {
+		return usageError("unknown config subcommand %q (want check)", args[0])
+	}
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: plugboard config check [FILE]\n\n"+
+			"Checks a configuration file (default: $%s): exit status 0 with a summary of what it configures,\n"+
+			"1 with every problem at FILE:LINE:COL and the field's path.\n", config.EnvConfig)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return &exitError{code: 2, err: errSilent}
+	}
+	var file string
+	switch fs.NArg() {
+	case 0:
+		if file = os.Getenv(config.EnvConfig); file == "" {
+			return usageError("config check needs FILE (or $%s)", config.EnvConfig)
+		}
+	case 1:
+		file = fs.Arg(0)
+	default:
+		return usageError("config check takes one FILE, got %q", fs.Args())
+	}
+	conf, err := config.Load(file)
+	if err != nil {
+		problems := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			problems = j.Unwrap()
+		}
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		if len(problems) > 1 {
+			fmt.Fprintf(stderr, "%s: %d problems\n", file, len(problems))
+		}
+		return &exitError{code: 1, err: errSilent}
+	}
+	fmt.Fprintln(stdout, conf.Summary())
+	if conf.Agents != nil && len(conf.Agents.Tokens()) > 0 {
+		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o077 != 0 {
+			fmt.Fprintf(stderr, "warning: %s holds agents' bearer tokens and others may read it (mode %04o): chmod 600 %s\n",
+				file, st.Mode().Perm(), file)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,329 @@
+// Package host is plugboard's embedding API: configure a host, open it
+// (plugins loaded, the task board opening, the decision log and mail
+// running), serve MCP over a transport or make calls, and close it. The
+// plugboard command is built on it, and a team can run plugboard inside its
+// own Go program the same way (see Example).
+//
+// It owns the host's lifecycle: the parts are opened in order, each
+// registering how it closes; a failure at any step closes what was opened,
+// in reverse; Close is the one shutdown path, with one grace period for the
+// calls in flight. What each part does belongs to its own package.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/audit"
+	"github.com/plugboard/plugboard/host/board"
+	"github.com/plugboard/plugboard/host/boardapi"
+	"github.com/plugboard/plugboard/host/dispatch"
+	"github.com/plugboard/plugboard/host/grants"
+	"github.com/plugboard/plugboard/host/idempotency"
+	"github.com/plugboard/plugboard/host/mail"
+	"github.com/plugboard/plugboard/host/mcpserver"
+	"github.com/plugboard/plugboard/host/policy"
+	"github.com/plugboard/plugboard/host/registry"
+	"github.com/plugboard/plugboard/host/runtime"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultCallTimeout    = 30 * time.Second
+	DefaultMemoryLimitMiB = 128
+	// ShutdownGrace is how long Close waits for calls in flight.
+	ShutdownGrace = 10 * time.Second
+)
+
+// Config configures a Host. Only DataDir is required.
+type Config struct {
+	// DataDir holds the task board, the compiled-code and manifest caches
+	// and, unless PluginDirs says otherwise, the plugins (DataDir/plugins).
+	// It is made absolute: attempts get it as PLUGBOARD_DATA.
+	DataDir string
+	// PluginDirs are searched recursively for .wasm plugins.
+	PluginDirs []string
+	// CallTimeout is the deadline of a call whose tool declares none.
+	CallTimeout time.Duration
+	// MemoryLimitMiB caps each plugin instance's linear memory.
+	MemoryLimitMiB uint
+	// MaxInstances caps concurrent instances per plugin (0: the engine's
+	// default).
+	MaxInstances int
+	// Logger receives the host's log (nil: discarded).
+	Logger *slog.Logger
+	// Policy is the agents configuration (nil: no agents file, every
+	// caller is the local SUPERVISOR). Agent names the identity of
+	// sessions no transport authenticated ("": the local identity).
+	Policy *policy.Policy
+	Agent  string
+	// GrantsFile narrows the capabilities each plugin receives ("": what
+	// each declares). Grants, when set, is that policy instead (GrantsFile
+	// is then not read).
+	GrantsFile string
+	Grants     *grants.Policy
+	// Board configures the task board; its DataDir and Logger are the
+	// host's. ContextAttemptID, when set, lists get_context.
+	Board board.Config
+	// Audit bounds the decision log.
+	Audit audit.Options
+	// Idempotency is the retention of request_id records (zero: the
+	// defaults of idempotency.ConfigFromEnv with an empty environment).
+	Idempotency *idempotency.Config
+}
+
+// Host is an open plugboard host. Its methods are safe for concurrent use.
+type Host struct {
+	cfg        Config
+	log        *slog.Logger
+	registry   *registry.Registry
+	dispatcher *dispatch.Dispatcher
+	board      *boardReady
+	policy     *policy.Policy
+	caller     *abi.Caller
+	mail       *mail.Service
+	decisions  *audit.Log
+	idem       idempotency.Config
+	parts      lifecycle
+	// callsRunning is set at Close when calls outlived the grace period:
+	// the engine is then left to the process exit.
+	callsRunning bool
+}
+
+// Open opens a host: the board starts opening in the background (tools
+// are listed without waiting for it; a board call waits), the decision log
+// and mail system start, plugins load. If any step fails, what was opened
+// is closed again and the error says which step.
+func Open(ctx context.Context, cfg Config) (_ *Host, err error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("host: no data directory")
+	}
+	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("host: data directory: %w", err)
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.MemoryLimitMiB == 0 {
+		cfg.MemoryLimitMiB = DefaultMemoryLimitMiB
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Policy == nil {
+		if cfg.Policy, err = policy.Load(""); err != nil {
+			return nil, err
+		}
+	}
+	h := &Host{cfg: cfg, log: cfg.Logger, policy: cfg.Policy, caller: policy.Local()}
+	if cfg.Agent != "" {
+		c, ok := cfg.Policy.Caller(cfg.Agent)
+		if !ok {
+			return nil, fmt.Errorf("host: no agent %q in the agents configuration", cfg.Agent)
+		}
+		h.caller = c
+	}
+	defer func() {
+		if err != nil {
+			h.parts.close(context.WithoutCancel(ctx), h.log)
+		}
+	}()
+	if err := h.open(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// open provisions the parts in order; each registers its closing with
+// h.parts, so Open's failure path and Close undo exactly what exists.
+func (h *Host) open(ctx context.Context) error {
+	cfg := h.cfg
+	if err := cfg.Board.AgentEnv.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	dirs := cfg.PluginDirs
+	if len(dirs) == 0 {
+		dirs = []string{filepath.Join(cfg.DataDir, "plugins")}
+		if err := os.MkdirAll(dirs[0], 0o755); err != nil {
+			return fmt.Errorf("plugin directory: %w", err)
+		}
+	}
+	var err error
+	grantsPolicy := cfg.Grants
+	if grantsPolicy == nil {
+		if grantsPolicy, err = grants.Load(cfg.GrantsFile); err != nil {
+			return err
+		}
+	}
+	if cfg.Idempotency != nil {
+		h.idem = *cfg.Idempotency
+	} else if h.idem, err = idempotency.ConfigFromEnv(func(string) string { return "" }); err != nil {
+		return err
+	}
+	h.idem.Logger = h.log
+	// A claim younger than the longest call must not go stale, or a slow
+	// call could run twice.
+	if longest := max(5*time.Minute, cfg.CallTimeout); h.idem.InProgressTTL > 0 && h.idem.InProgressTTL < longest {
+		h.log.Warn("the request_id in-progress TTL is shorter than the longest call; a retry of a slow call may run it again",
+			"ttl", h.idem.InProgressTTL, "longest_call", longest, "setting", "$"+idempotency.EnvInProgressTTL+" or the configuration's idempotency.in_progress_ttl")
+	}
+
+	// The board opens (migrations, crash recovery) while plugins load:
+	// tools/list does not wait for it, a board call does. It closes last:
+	// the decision log and calls in flight write to its store, and its
+	// agents do not outlive the host that records them.
+	bc := cfg.Board
+	bc.DataDir, bc.Logger = cfg.DataDir, h.log
+	h.board = &boardReady{ready: make(chan struct{})}
+	h.parts.add("task board", func(context.Context) error { return h.board.close() })
+
+	// The decision log (every call, and log_decision) and the mail system
+	// (mail tools, and escalations of calls that failed for good) keep
+	// their records in the board's store.
+	h.decisions = audit.NewWithOptions(h.board.store, h.log, cfg.Audit)
+	h.parts.add("decision log", func(context.Context) error { return h.decisions.Close() })
+	var directory mail.Agents
+	if len(cfg.Policy.Agents()) > 0 {
+		directory = mail.FromPolicy(cfg.Policy)
+	}
+	h.mail = mail.New(h.board.store, mail.Options{Agents: directory, Logger: h.log})
+	h.board.start(context.WithoutCancel(ctx), bc, h.log, func(b *board.Board) *boardapi.API {
+		// Each caller reaches only the board work its scope holds (a
+		// WORKER its own task or attempt).
+		return boardapi.New(b, h.log, boardapi.WithMail(h.mail), boardapi.WithDecisions(h.decisions),
+			boardapi.WithScopes(cfg.Policy.Scope))
+	})
+
+	engine, err := runtime.New(ctx, runtime.Config{
+		CacheDir:         filepath.Join(cfg.DataDir, "compiled"),
+		MemoryLimitPages: uint32(cfg.MemoryLimitMiB * 16),
+		MaxInstances:     cfg.MaxInstances,
+		Logger:           h.log,
+		Board:            h.board.handle,
+	})
+	if err != nil {
+		return fmt.Errorf("plugin engine: %w", err)
+	}
+	// The engine closes only when no call still runs in it: unmapping
+	// memory a guest is using would crash the process (see Close).
+	h.parts.add("plugin engine", func(ctx context.Context) error {
+		if h.callsRunning {
+			return nil
+		}
+		return engine.Close(ctx)
+	})
+	var conditions []string
+	if cfg.Board.ContextAttemptID != "" {
+		conditions = append(conditions, abi.WhenAttemptContext)
+	}
+	h.registry, err = registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: cfg.DataDir, Engine: engine, Logger: h.log,
+		Grants: grantsPolicy, Conditions: conditions})
+	if err != nil {
+		return err
+	}
+	// Calls in flight end first: they still write decision-log rows and
+	// use the board.
+	h.parts.add("plugin calls", func(ctx context.Context) error {
+		if err := h.registry.Close(ctx); err != nil {
+			h.callsRunning = true
+			h.log.Warn("plugin calls still running at shutdown; leaving them to the process exit", "err", err)
+		}
+		return nil
+	})
+	// Keyed calls (tools declaring a request_id field) are deduplicated in
+	// the board's store; such a call waits for the board to open.
+	guard := idempotency.NewGuard(h.board.idempotencyStore, h.idem)
+	h.dispatcher = dispatch.New(h.registry, dispatch.Options{DefaultTimeout: cfg.CallTimeout, Logger: h.log, Idempotency: guard,
+		Policy: cfg.Policy, Auditor: h.decisions, Escalator: h.mail})
+	h.log.Info("plugins loaded", "dirs", dirs, "plugins", len(h.registry.Plugins()), "tools", len(h.registry.Tools()),
+		"problems", len(h.registry.Problems()), "agents", len(cfg.Policy.Agents()))
+	return nil
+}
+
+// Close is the one shutdown path: it stops background work, waits up to
+// ShutdownGrace for calls in flight (their contexts are cancelled by then,
+// so they stop at their next check), then closes the parts in reverse
+// order of opening. If calls are still running, the plugin engine is left
+// to the process exit: closing it would unmap memory a guest still uses.
+func (h *Host) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ShutdownGrace)
+	defer cancel()
+	return h.parts.close(ctx, h.log)
+}
+
+// StartPruner deletes expired request_id records now and periodically
+// until ctx ends or the host closes (see idempotency.Pruner).
+func (h *Host) StartPruner(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		idempotency.NewPruner(h.board.idempotencyStore, h.idem).Run(ctx)
+	}()
+	// It uses the board's store, so it stops before anything closes.
+	h.parts.add("request_id pruner", func(context.Context) error { cancel(); <-done; return nil })
+}
+
+// Call makes one tool call through the whole pipeline (policy, validation,
+// idempotency, the plugin, the decision log) as the host's own caller.
+func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, progress func(abi.ProgressRequest)) *dispatch.Result {
+	return h.dispatcher.Call(ctx, dispatch.Request{Tool: tool, Arguments: args, Caller: h.caller, Progress: progress})
+}
+
+// ServerOptions are the MCP server's options for this host: the local
+// caller for sessions no transport authenticated, the agents file's
+// identities for the others, and the decision log.
+func (h *Host) ServerOptions(name, version string) mcpserver.Options {
+	return mcpserver.Options{Name: name, Version: version, Logger: h.log, Caller: h.caller,
+		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c },
+		Auditor: h.decisions}
+}
+
+// Server builds the MCP server over this host's tools; a connected
+// recipient of mail hears of it as a log notification.
+func (h *Host) Server(opts mcpserver.Options) *mcp.Server {
+	srv := mcpserver.New(h.registry, h.dispatcher, opts)
+	h.mail.SetNotifier(mcpserver.NewMailNotifier(srv, opts))
+	return srv
+}
+
+// ServeStdio serves MCP on stdin and stdout until the client leaves or ctx
+// ends.
+func (h *Host) ServeStdio(ctx context.Context, name, version string) error {
+	return h.Server(h.ServerOptions(name, version)).Run(ctx, &mcp.StdioTransport{})
+}
+
+// Registry is the loaded plugins (for warming, watching, listing).
+func (h *Host) Registry() *registry.Registry { return h.registry }
+
+// Dispatcher runs calls.
+func (h *Host) Dispatcher() *dispatch.Dispatcher { return h.dispatcher }
+
+// Caller is the identity of sessions no transport authenticated.
+func (h *Host) Caller() *abi.Caller { return h.caller }
+
+// Logger is the host's log.
+func (h *Host) Logger() *slog.Logger { return h.log }
+
+// DataDir is the absolute data directory.
+func (h *Host) DataDir() string { return h.cfg.DataDir }
+
+// Board waits for the task board to finish opening and returns it, or why
+// it could not open.
+func (h *Host) Board(ctx context.Context) (*board.Board, error) { return h.board.wait(ctx) }
+
+// OpenedBoard returns the task board if it has opened, without waiting;
+// nil while it opens or when it failed to.
+func (h *Host) OpenedBoard() *board.Board { return h.board.opened() }
