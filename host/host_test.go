@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,8 +51,12 @@ func TestOpenFailureClosesWhatOpened(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "compiled"), []byte("not a directory"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The failure must come from the engine, after the board and the
+	// decision log started; an earlier one would prove nothing here.
 	if _, err := Open(ctx, Config{DataDir: data, PluginDirs: []string{t.TempDir()}}); err == nil {
 		t.Fatal("Open succeeded with its compile cache path taken by a file")
+	} else if !strings.Contains(err.Error(), "plugin engine") {
+		t.Fatalf("Open failed before the engine step: %v", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {

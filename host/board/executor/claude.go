@@ -92,18 +92,12 @@ func (n *claudeNormalizer) Line(stream string, line []byte, now time.Time) []Ent
 }
 
 func (n *claudeNormalizer) line(stream string, line []byte, now time.Time) []Entry {
-	text := plainText(line)
-	if strings.TrimSpace(text) == "" {
-		return nil
-	}
-	if stream == StreamStderr {
-		return rawLineEntries(stream, text, now)
+	var ev claudeEvent
+	text, out, ok := decodeEvent(stream, line, now, &ev)
+	if !ok {
+		return out
 	}
 	raw := bytes.TrimSpace(line)
-	var ev claudeEvent
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
-		return rawLineEntries(stream, text, now)
-	}
 	if n.sessionID == "" && ev.SessionID != "" {
 		n.sessionID = ev.SessionID
 	}
@@ -481,3 +475,5 @@ func setIf(meta map[string]any, key, value string) {
 		meta[key] = value
 	}
 }
+
+func (e *claudeEvent) kind() string { return e.Type }

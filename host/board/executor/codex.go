@@ -97,18 +97,12 @@ func (n *codexNormalizer) Line(stream string, line []byte, now time.Time) []Entr
 }
 
 func (n *codexNormalizer) line(stream string, line []byte, now time.Time) []Entry {
-	text := plainText(line)
-	if strings.TrimSpace(text) == "" {
-		return nil
-	}
-	if stream == StreamStderr {
-		return rawLineEntries(stream, text, now)
+	var ev codexEvent
+	text, out, ok := decodeEvent(stream, line, now, &ev)
+	if !ok {
+		return out
 	}
 	raw := bytes.TrimSpace(line)
-	var ev codexEvent
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
-		return rawLineEntries(stream, text, now)
-	}
 	switch ev.Type {
 	case "thread.started", "thread.resumed":
 		if n.threadID == "" {
@@ -350,3 +344,5 @@ func (n *codexNormalizer) FailureReason() string {
 	defer n.mu.Unlock()
 	return n.fail.reason()
 }
+
+func (e *codexEvent) kind() string { return e.Type }

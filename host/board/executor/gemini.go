@@ -72,18 +72,15 @@ func (n *geminiNormalizer) Line(stream string, line []byte, now time.Time) []Ent
 }
 
 func (n *geminiNormalizer) line(stream string, line []byte, now time.Time) []Entry {
-	text := plainText(line)
-	if strings.TrimSpace(text) == "" {
-		return nil
-	}
-	if stream == StreamStderr {
-		return rawLineEntries(stream, text, now)
+	var ev geminiEvent
+	if _, kept, ok := decodeEvent(stream, line, now, &ev); !ok {
+		if stream != StreamStderr && kept != nil {
+			// A line that is not an event ends a streamed reply.
+			return append(n.flush(now), kept...)
+		}
+		return kept
 	}
 	raw := bytes.TrimSpace(line)
-	var ev geminiEvent
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
-		return append(n.flush(now), rawLineEntries(stream, text, now)...)
-	}
 	if ev.Type == "message" && ev.Role == "assistant" && ev.Delta {
 		return n.delta(textOf(ev.Content), now)
 	}
@@ -292,3 +289,5 @@ func (n *geminiNormalizer) FailureReason() string {
 	defer n.mu.Unlock()
 	return n.fail.reason()
 }
+
+func (e *geminiEvent) kind() string { return e.Type }

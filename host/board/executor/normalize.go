@@ -301,3 +301,26 @@ func (p *pendingTools) take(id string) (string, bool) {
 	}
 	return name, ok
 }
+
+// event is a JSON stream's event, decoded in place; kind is its type field.
+type event interface{ kind() string }
+
+// decodeEvent is how every JSON-stream normaliser starts on a line: a blank
+// line makes no entry, and a stderr line or a stdout line that is not a
+// JSON event is kept as printed — ok is false and out holds what to return.
+// Otherwise ev holds the event, and text is the line as plain text for
+// events the caller keeps as printed.
+func decodeEvent(stream string, line []byte, now time.Time, ev event) (text string, out []Entry, ok bool) {
+	text = plainText(line)
+	if strings.TrimSpace(text) == "" {
+		return text, nil, false
+	}
+	if stream == StreamStderr {
+		return text, rawLineEntries(stream, text, now), false
+	}
+	raw := bytes.TrimSpace(line)
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, ev) != nil || ev.kind() == "" {
+		return text, rawLineEntries(stream, text, now), false
+	}
+	return text, nil, true
+}

@@ -77,18 +77,11 @@ func (n *opencodeNormalizer) Line(stream string, line []byte, now time.Time) []E
 }
 
 func (n *opencodeNormalizer) line(stream string, line []byte, now time.Time) []Entry {
-	text := plainText(line)
-	if strings.TrimSpace(text) == "" {
-		return nil
-	}
-	if stream == StreamStderr {
-		return rawLineEntries(stream, text, now)
+	var ev opencodeEvent
+	if _, out, ok := decodeEvent(stream, line, now, &ev); !ok {
+		return out
 	}
 	raw := bytes.TrimSpace(line)
-	var ev opencodeEvent
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ev) != nil || ev.Type == "" {
-		return rawLineEntries(stream, text, now)
-	}
 	if n.sessionID == "" && ev.SessionID != "" {
 		n.sessionID = ev.SessionID
 	}
@@ -260,3 +253,5 @@ func (n *opencodeNormalizer) FailureReason() string {
 	defer n.mu.Unlock()
 	return n.fail.reason()
 }
+
+func (e *opencodeEvent) kind() string { return e.Type }
