@@ -237,6 +237,10 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("allocation without bound stops at the memory cap", func(t *testing.T) {
+		// Its own server, with a deadline far beyond what touching 64 MiB
+		// takes even on a loaded machine: the memory cap, not the 2s
+		// deadline the spin cases need, must be what stops the plugin.
+		srv := startServer(t, dir, "--call-timeout", "60s", "--memory-limit", "64", "--warm=false")
 		env := envelopeOf(t, srv.call(t, ctx, "hog", map[string]any{}))
 		if env.Code != abi.CodeResourceExhausted || env.Details["limit"] != "memory" {
 			t.Errorf("got %+v, want resource_exhausted (memory)", env)

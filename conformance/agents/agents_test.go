@@ -181,8 +181,12 @@ func TestAgentCLIs(t *testing.T) {
 	t.Run("runs", func(t *testing.T) {
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		for _, j := range jobs {
+		for i, j := range jobs {
 			wg.Go(func() {
+				// Starts spread over half a minute: eighteen Node CLIs
+				// starting at once would starve the test packages running
+				// beside this one on a 2-core machine.
+				time.Sleep(time.Duration(i) * 1500 * time.Millisecond)
 				t.Run(j.cli.executor+"/"+j.variant, func(t *testing.T) {
 					started := mc.call(t, "start_task_attempt", map[string]any{"task_id": j.task, "executor": j.cli.executor, "variant": j.variant})
 					attempt := started.str("attempt_id")
