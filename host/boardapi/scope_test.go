@@ -104,6 +104,14 @@ func newScopeWorld(t *testing.T) scopeWorld {
 	w.own, w.ownSes = attempt(w.task1)
 	w.sibling, w.sibSes = attempt(w.task1)
 	w.other, w.othSes = attempt(w.task2)
+	// An attempt's run ending is not its chain ending: the task moves to
+	// inreview a step later. Wait for every chain, as the review queue below
+	// counts tasks in review.
+	idle, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.WaitIdle(idle); err != nil {
+		t.Fatalf("board still busy: %v", err)
+	}
 	w.pol, err = policy.Parse("agents.json", []byte(`{"agents": [
 	  {"id": "sup", "type": "SUPERVISOR"},
 	  {"id": "orch", "type": "ORCHESTRATOR"},
