@@ -31,7 +31,7 @@ type BoardRequest struct {
 	// Op is one of BoardOps.
 	Op string `json:"op"`
 	// Args is the operation's argument object; its fields are documented
-	// per operation in host/boardapi.
+	// per operation in host/internal/boardapi.
 	Args any `json:"args,omitempty"`
 }
 
@@ -63,7 +63,7 @@ const (
 	OpRequestChanges     = "request_changes"
 
 	// Operations acting for the caller (see CapMail); their arguments and
-	// results are host/mail's and host/audit's.
+	// results are host/internal/mail's and host/internal/audit's.
 	OpMailSend       = "mail_send"
 	OpMailListInbox  = "mail_list_inbox"
 	OpMailRead       = "mail_read"

@@ -7,7 +7,7 @@ import (
 
 // Host functions in HostModule, each (i64 request offset) -> (i64 response
 // offset). The host also provides "yield" in this module, which only its
-// own loop instrumentation may import (see host/wasmfile).
+// own loop instrumentation may import (see host/internal/wasmfile).
 const (
 	// FuncProgress reports progress of the current call: a ProgressRequest.
 	// The response is 0.

@@ -20,10 +20,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/dispatch"
-	"github.com/plugboard/plugboard/host/registry"
-	"github.com/plugboard/plugboard/host/runtime"
-	"github.com/plugboard/plugboard/host/wasmfile"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // Every figure is a ratio between paths measured side by side in one run
@@ -105,26 +102,28 @@ func nativeEcho(input []byte) ([]byte, error) {
 	}{output{Text: in.Text}})
 }
 
-// echoRegistry loads the echo plugin in process (compiled on first use, with
-// an in-memory compile cache) and returns its registry and a dispatcher.
-func echoRegistry(b *testing.B) (*registry.Registry, *dispatch.Dispatcher) {
+// echoSet loads the echo plugin in process as serve does (registry and call
+// pipeline, with an in-memory compile cache) and returns the set and the
+// compiled plugin serving echo.
+func echoSet(b *testing.B) (*plugin.Set, *plugin.Plugin) {
 	b.Helper()
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(b, "plugins/echo")
-	engine, err := runtime.New(ctx, runtime.Config{})
+	engine, err := plugin.NewEngine(ctx, plugin.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = engine.Close(ctx) })
-	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, Engine: engine})
+	set, err := plugin.LoadDir(ctx, engine, dir, plugin.LoadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { reg.Close(ctx) })
-	if _, ok := reg.Tool("echo"); !ok {
-		b.Fatalf("echo tool not loaded; problems: %v", reg.Problems())
+	b.Cleanup(func() { _ = set.Close(ctx) })
+	p, err := set.Plugin(ctx, "echo")
+	if err != nil {
+		b.Fatal(err)
 	}
-	return reg, dispatch.New(reg, dispatch.Options{})
+	return set, p
 }
 
 // BenchmarkEcho measures one echo call with a 1 KiB argument in process:
@@ -135,14 +134,14 @@ func BenchmarkEcho(b *testing.B) {
 	ctx := context.Background()
 
 	b.Run("plugboard", func(b *testing.B) {
-		_, d := echoRegistry(b)
-		req := dispatch.Request{Tool: "echo", Arguments: echoArgs}
+		d, _ := echoSet(b)
+		req := plugin.Request{Tool: "echo", Arguments: echoArgs}
 		call := func() {
 			if res := d.Call(ctx, req); res.IsError() {
 				b.Fatalf("echo: %s", res.Structured)
 			}
 		}
-		res := d.Call(ctx, req) // warm: compile, instantiate, resolve the schema
+		res := d.Call(ctx, req) // warm: instantiate, resolve the schema (echoSet compiled it)
 		if res.IsError() {
 			b.Fatalf("echo: %s", res.Structured)
 		}
@@ -158,14 +157,9 @@ func BenchmarkEcho(b *testing.B) {
 	})
 
 	b.Run("plugboard-runtime", func(b *testing.B) {
-		reg, _ := echoRegistry(b)
-		tool, _ := reg.Tool("echo")
-		p, err := tool.Plugin.Runtime(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, p := echoSet(b)
 		call := func() []byte {
-			out, err := p.Call(ctx, abi.ExportCall, echoInput, runtime.CallOptions{})
+			out, err := p.Call(ctx, abi.ExportCall, echoInput, plugin.CallOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -667,18 +661,13 @@ func flushCaches() {
 // touches far more code and memory than the native handler.
 func BenchmarkEchoColdCache(b *testing.B) {
 	ctx := context.Background()
-	reg, _ := echoRegistry(b)
-	tool, _ := reg.Tool("echo")
-	p, err := tool.Plugin.Runtime(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, p := echoSet(b)
 	for _, c := range []struct {
 		name string
 		call func() ([]byte, error)
 	}{
 		{"plugboard-runtime", func() ([]byte, error) {
-			return p.Call(ctx, abi.ExportCall, echoInput, runtime.CallOptions{})
+			return p.Call(ctx, abi.ExportCall, echoInput, plugin.CallOptions{})
 		}},
 		{"native-go", func() ([]byte, error) { return nativeEcho(echoInput) }},
 	} {
@@ -698,59 +687,4 @@ func BenchmarkEchoColdCache(b *testing.B) {
 			}
 		})
 	}
-}
-
-// BenchmarkLoad splits a first call with a warm disk cache into its phases
-// for the echo module: instrumenting the module (done on every load),
-// Engine.Compile with the compiled code already cached (instrumenting,
-// wazero's decoding and validation, reading the cache), and that plus
-// instantiation and one call.
-func BenchmarkLoad(b *testing.B) {
-	ctx := context.Background()
-	_, wasm := buildtest.Plugins(b, "plugins/echo")
-	bin, err := os.ReadFile(wasm["echo"])
-	if err != nil {
-		b.Fatal(err)
-	}
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = engine.Close(ctx) })
-	warm, err := engine.Compile(ctx, "echo", bin, nil) // populates the cache
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = warm.Close(ctx)
-
-	b.Run("instrument", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := wasmfile.Instrument(bin); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("compile-cached", func(b *testing.B) {
-		for b.Loop() {
-			p, err := engine.Compile(ctx, "echo", bin, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_ = p.Close(ctx)
-		}
-	})
-	b.Run("compile-cached+instantiate+call", func(b *testing.B) {
-		for b.Loop() {
-			p, err := engine.Compile(ctx, "echo", bin, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			out, err := p.Call(ctx, abi.ExportCall, echoInput, runtime.CallOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			checkEchoOutput(b, out)
-			_ = p.Close(ctx)
-		}
-	})
 }

@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/runtime"
-	"github.com/plugboard/plugboard/host/wasmfile"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // Options configures Plugin.
@@ -75,7 +74,7 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 	if err != nil {
 		return nil, err
 	}
-	embedded, err := wasmfile.SetCustomSection(wasm, abi.ManifestSection, manifestJSON)
+	embedded, err := plugin.SetCustomSection(wasm, abi.ManifestSection, manifestJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func Describe(ctx context.Context, name string, wasm []byte, timeout time.Durati
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	eng, err := runtime.New(ctx, runtime.Config{})
+	eng, err := plugin.NewEngine(ctx, plugin.Config{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/wasmfile"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 var (
@@ -79,7 +79,7 @@ func checkImports(ctx context.Context, rec *recorder, m *module, link linker) {
 		case imp.kind != kindFunc:
 			rec.fail(CheckImports, "", fmt.Sprintf("imports %s %s; plugins import functions only (they define their own memory)", kindName(imp.kind), id),
 				"build with the standard Go toolchain for wasip1, which defines the module's memory")
-		case imp.module == wasmfile.YieldModule && imp.name == wasmfile.YieldName:
+		case imp.module == plugin.YieldModule && imp.name == plugin.YieldName:
 			rec.fail(CheckImports, "", fmt.Sprintf("imports %s, which is reserved for the host's loop instrumentation", id),
 				"remove the import; the host adds it when it compiles the plugin")
 		default:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/jsonscan"
-	"github.com/plugboard/plugboard/host/dispatch"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // callKind says what a call tests and so which check a bad answer fails.
@@ -40,7 +40,7 @@ const hangGrace = 5 * time.Second
 
 // toolRunner makes one tool's behaviour calls and records their outcome.
 type toolRunner struct {
-	d   *dispatch.Dispatcher
+	set *plugin.Set
 	rec *recorder
 	ts  *toolSurface
 	// deadline is the call deadline the dispatcher applies to this tool.
@@ -63,9 +63,9 @@ func (tr *toolRunner) call(ctx context.Context, kind callKind, what string, args
 	start := time.Now()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan *dispatch.Result, 1)
+	done := make(chan *plugin.Result, 1)
 	go func() {
-		done <- tr.d.Call(cctx, dispatch.Request{Tool: tr.name(), Arguments: args, Progress: func(abi.ProgressRequest) {}})
+		done <- tr.set.Call(cctx, plugin.Request{Tool: tr.name(), Arguments: args, Progress: func(abi.ProgressRequest) {}})
 	}()
 	watchdog := time.NewTimer(tr.deadline + hangGrace)
 	defer watchdog.Stop()
@@ -93,7 +93,7 @@ func (k callKind) check() string {
 	return CheckValid
 }
 
-func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *dispatch.Result, elapsed time.Duration) {
+func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *plugin.Result, elapsed time.Duration) {
 	name := tr.name()
 	call := fmt.Sprintf("%s %s", what, summarize(args))
 	env := res.Envelope
@@ -151,7 +151,7 @@ func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *dispat
 }
 
 // checkOutput validates a successful result against the outputSchema.
-func (tr *toolRunner) checkOutput(call string, res *dispatch.Result) {
+func (tr *toolRunner) checkOutput(call string, res *plugin.Result) {
 	name := tr.name()
 	out := tr.ts.out
 	if out == nil {
@@ -174,12 +174,12 @@ func (tr *toolRunner) checkOutput(call string, res *dispatch.Result) {
 }
 
 // runBehaviour makes every behaviour call of one tool.
-func runBehaviour(ctx context.Context, d *dispatch.Dispatcher, rec *recorder, ts *toolSurface, opts *Options, abandon func()) int {
+func runBehaviour(ctx context.Context, set *plugin.Set, rec *recorder, ts *toolSurface, opts *Options, abandon func()) int {
 	deadline := opts.CallTimeout
 	if ts.def.TimeoutMS > 0 {
 		deadline = min(deadline, time.Duration(ts.def.TimeoutMS)*time.Millisecond)
 	}
-	tr := &toolRunner{d: d, rec: rec, ts: ts, deadline: deadline, abandon: abandon}
+	tr := &toolRunner{set: set, rec: rec, ts: ts, deadline: deadline, abandon: abandon}
 	name := ts.def.Name
 	ids := []string{CheckInvalid, CheckValid, CheckOutput, CheckSize, CheckDeadline, CheckFuzz, CheckCodes}
 	if ts.in == nil {

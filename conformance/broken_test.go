@@ -12,7 +12,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
-	"github.com/plugboard/plugboard/host/wasmfile"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // failed lists a plugin's failed checks as "severity id/tool" (or
@@ -55,7 +55,7 @@ func TestConformanceBrokenPlugins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	section, _, err := wasmfile.CustomSection(bin, abi.ManifestSection)
+	section, _, err := plugin.CustomSection(bin, abi.ManifestSection)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestConformanceBrokenPlugins(t *testing.T) {
 	}
 	m.Plugin.Version = "9.9.9"
 	edited, _ := json.Marshal(m)
-	stale, err := wasmfile.SetCustomSection(bin, abi.ManifestSection, edited)
+	stale, err := plugin.SetCustomSection(bin, abi.ManifestSection, edited)
 	if err != nil {
 		t.Fatal(err)
 	}

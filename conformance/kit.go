@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/dispatch"
-	"github.com/plugboard/plugboard/host/registry"
-	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // Defaults of Options.
@@ -72,7 +70,7 @@ func (o Options) withDefaults() Options {
 // board), and a throwaway data directory.
 type Kit struct {
 	opts Options
-	eng  *runtime.Engine
+	eng  *plugin.Engine
 	tmp  string
 
 	probeOnce sync.Once
@@ -97,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := runtime.New(ctx, runtime.Config{Logger: slog.New(slog.DiscardHandler)})
+	eng, err := plugin.NewEngine(ctx, plugin.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -127,7 +125,7 @@ func closing(ctx context.Context) (context.Context, context.CancelFunc) {
 func (k *Kit) closePlugin(ctx context.Context, close func(context.Context) error) {
 	cctx, cancel := closing(ctx)
 	defer cancel()
-	if err := close(cctx); errors.Is(err, runtime.ErrBusy) {
+	if err := close(cctx); errors.Is(err, plugin.ErrBusy) {
 		k.busy.Store(true)
 	}
 }
@@ -361,8 +359,8 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	k.behaviour(ctx, path, pr, rec, surfaces, instantiated && man.Validate() == nil)
 }
 
-// behaviour loads the plugin into a registry and dispatcher of its own, as
-// `serve` would (every condition met, so conditional tools are served too),
+// behaviour loads the plugin into a plugin.Set of its own (the registry and
+// call pipeline of `serve`), as `serve` would (every condition met, so conditional tools are served too),
 // and runs each tool's behaviour calls.
 func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec *recorder, surfaces []*toolSurface, runnable bool) {
 	ids := []string{CheckInvalid, CheckValid, CheckOutput, CheckSize, CheckDeadline, CheckFuzz, CheckCodes}
@@ -383,7 +381,7 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 		return
 	}
 	defer os.RemoveAll(dir)
-	// The registry loads folders: give it one holding only this plugin.
+	// LoadDir loads folders: give it one holding only this plugin.
 	link := filepath.Join(dir, filepath.Base(path))
 	abs, err := filepath.Abs(path)
 	if err == nil && os.Symlink(abs, link) != nil {
@@ -396,21 +394,19 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 		skip("skipped: " + err.Error())
 		return
 	}
-	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: dir, Engine: k.eng,
-		DescribeTimeout: describeTimeout, Conditions: abi.Conditions()})
+	// No retries: the kit judges each answer the plugin gives, and without
+	// a board every board call answers unavailable (retryable), which the
+	// host would otherwise run four times with backoff.
+	set, err := plugin.LoadDir(ctx, k.eng, dir, plugin.LoadOptions{DataDir: dir, DescribeTimeout: describeTimeout,
+		CallTimeout: k.opts.CallTimeout, NoRetry: true, Conditions: abi.Conditions()})
 	if err != nil {
 		skip("skipped: " + err.Error())
 		return
 	}
-	defer k.closePlugin(ctx, reg.Close)
-	// No retries: the kit judges each answer the plugin gives, and without
-	// a board every board call answers unavailable (retryable), which the
-	// host would otherwise run four times with backoff.
-	d := dispatch.New(reg, dispatch.Options{DefaultTimeout: k.opts.CallTimeout, MaxTimeout: k.opts.CallTimeout,
-		Retry: dispatch.Retry{Max: -1}})
+	defer k.closePlugin(ctx, set.Close)
 	served := map[string]bool{}
-	for _, t := range reg.Tools() {
-		served[t.Def.Name] = true
+	for _, name := range set.Tools() {
+		served[name] = true
 	}
 	for _, ts := range surfaces {
 		if !served[ts.def.Name] {
@@ -419,6 +415,6 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 			}
 			continue
 		}
-		pr.Calls += runBehaviour(ctx, d, rec, ts, &k.opts, func() { k.busy.Store(true) })
+		pr.Calls += runBehaviour(ctx, set, rec, ts, &k.opts, func() { k.busy.Store(true) })
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // The sandbox check is structural plus a probe, not a test of the plugin's
@@ -65,7 +65,7 @@ type probeResult struct {
 }
 
 // runSandboxProbe compiles the probe in the engine and runs each export.
-func runSandboxProbe(ctx context.Context, eng *runtime.Engine) ([]probeResult, error) {
+func runSandboxProbe(ctx context.Context, eng *plugin.Engine) ([]probeResult, error) {
 	p, err := eng.Compile(ctx, "conformance-sandbox-probe", sandboxProbe(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the sandbox probe: %w", err)
@@ -74,7 +74,7 @@ func runSandboxProbe(ctx context.Context, eng *runtime.Engine) ([]probeResult, e
 	var out []probeResult
 	for _, pe := range probeExports {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := p.Call(cctx, pe.name, nil, runtime.CallOptions{})
+		_, err := p.Call(cctx, pe.name, nil, plugin.CallOptions{})
 		cancel()
 		r := probeResult{what: pe.what}
 		var env *abi.Envelope

@@ -12,14 +12,14 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // TestConformanceSandboxProbeUnderTheHost: under the host's engine every
 // probe finds nothing.
 func TestConformanceSandboxProbeUnderTheHost(t *testing.T) {
 	ctx := context.Background()
-	eng, err := runtime.New(ctx, runtime.Config{})
+	eng, err := plugin.NewEngine(ctx, plugin.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestConformanceSandboxHoldsAgainstSnoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	eng, err := runtime.New(ctx, runtime.Config{})
+	eng, err := plugin.NewEngine(ctx, plugin.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestConformanceSandboxHoldsAgainstSnoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close(ctx)
-	out, err := p.Call(ctx, abi.ExportCall, []byte(`{"params":{"name":"snoop","arguments":{}},"context":{}}`), runtime.CallOptions{})
+	out, err := p.Call(ctx, abi.ExportCall, []byte(`{"params":{"name":"snoop","arguments":{}},"context":{}}`), plugin.CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/plugboard/plugboard/host/wasmfile"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
-// module is the kit's view of a binary (read by host/wasmfile): function
+// module is the kit's view of a binary (read by host/plugin.Parse): function
 // types, so that exports and imports can be checked against the signatures
 // the host calls them with.
 type module struct {
@@ -132,10 +132,10 @@ func (m *module) export(name string) (wasmExport, bool) {
 	return wasmExport{}, false
 }
 
-// parseModule reads the binary with host/wasmfile (the parser the host
+// parseModule reads the binary with host/plugin (the parser the host
 // itself uses) and keeps the kit's view of it.
-func parseModule(bin []byte) (*module, *wasmfile.Info, error) {
-	info, err := wasmfile.Parse(bin)
+func parseModule(bin []byte) (*module, *plugin.Info, error) {
+	info, err := plugin.Parse(bin)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,7 +145,7 @@ func parseModule(bin []byte) (*module, *wasmfile.Info, error) {
 	}
 	for _, imp := range info.Imports {
 		wi := wasmImport{module: imp.Module, name: imp.Name, kind: byte(imp.Kind)}
-		if imp.Kind == wasmfile.KindFunc {
+		if imp.Kind == plugin.KindFunc {
 			wi.typ = m.types[imp.Type] // Parse checked the index
 			m.importedFuncs++
 		}

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
-	"github.com/plugboard/plugboard/host/boardapi"
-	"github.com/plugboard/plugboard/host/idempotency"
+	"github.com/plugboard/plugboard/host/internal/board"
+	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/boardapi"
+	"github.com/plugboard/plugboard/host/internal/idempotency"
 )
 
 // boardReady is the task board as it opens in the background. wait is the

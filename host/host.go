@@ -23,17 +23,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/audit"
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/boardapi"
-	"github.com/plugboard/plugboard/host/dispatch"
-	"github.com/plugboard/plugboard/host/grants"
-	"github.com/plugboard/plugboard/host/idempotency"
-	"github.com/plugboard/plugboard/host/mail"
-	"github.com/plugboard/plugboard/host/mcpserver"
-	"github.com/plugboard/plugboard/host/policy"
-	"github.com/plugboard/plugboard/host/registry"
-	"github.com/plugboard/plugboard/host/runtime"
+	"github.com/plugboard/plugboard/host/internal/audit"
+	"github.com/plugboard/plugboard/host/internal/board"
+	"github.com/plugboard/plugboard/host/internal/boardapi"
+	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/grants"
+	"github.com/plugboard/plugboard/host/internal/idempotency"
+	"github.com/plugboard/plugboard/host/internal/mail"
+	"github.com/plugboard/plugboard/host/internal/mcpserver"
+	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/host/internal/runtime"
 )
 
 // Defaults of Config's zero values.
@@ -64,21 +64,21 @@ type Config struct {
 	// Policy is the agents configuration (nil: no agents file, every
 	// caller is the local SUPERVISOR). Agent names the identity of
 	// sessions no transport authenticated ("": the local identity).
-	Policy *policy.Policy
+	Policy *Policy
 	Agent  string
 	// GrantsFile narrows the capabilities each plugin receives ("": what
 	// each declares). Grants, when set, is that policy instead (GrantsFile
 	// is then not read).
 	GrantsFile string
-	Grants     *grants.Policy
+	Grants     *Grants
 	// Board configures the task board; its DataDir and Logger are the
 	// host's. ContextAttemptID, when set, lists get_context.
-	Board board.Config
+	Board BoardConfig
 	// Audit bounds the decision log.
-	Audit audit.Options
+	Audit AuditOptions
 	// Idempotency is the retention of request_id records (zero: the
-	// defaults of idempotency.ConfigFromEnv with an empty environment).
-	Idempotency *idempotency.Config
+	// defaults of IdempotencyFromEnv with an empty environment).
+	Idempotency *IdempotencyConfig
 }
 
 // Host is an open plugboard host. Its methods are safe for concurrent use.
@@ -192,13 +192,13 @@ func (h *Host) open(ctx context.Context) error {
 	// The decision log (every call, and log_decision) and the mail system
 	// (mail tools, and escalations of calls that failed for good) keep
 	// their records in the board's store.
-	h.decisions = audit.NewWithOptions(h.board.store, h.log, cfg.Audit)
+	h.decisions = audit.NewWithOptions(func(ctx context.Context) (audit.Store, error) { return h.board.store(ctx) }, h.log, cfg.Audit)
 	h.parts.add("decision log", func(context.Context) error { return h.decisions.Close() })
 	var directory mail.Agents
 	if len(cfg.Policy.Agents()) > 0 {
 		directory = mail.FromPolicy(cfg.Policy)
 	}
-	h.mail = mail.New(h.board.store, mail.Options{Agents: directory, Logger: h.log})
+	h.mail = mail.New(func(ctx context.Context) (mail.Store, error) { return h.board.store(ctx) }, mail.Options{Agents: directory, Logger: h.log})
 	h.board.start(context.WithoutCancel(ctx), bc, h.log, func(b *board.Board) *boardapi.API {
 		// Each caller reaches only the board work its scope holds (a
 		// WORKER its own task or attempt).
@@ -278,22 +278,27 @@ func (h *Host) StartPruner(ctx context.Context) {
 
 // Call makes one tool call through the whole pipeline (policy, validation,
 // idempotency, the plugin, the decision log) as the host's own caller.
-func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, progress func(abi.ProgressRequest)) *dispatch.Result {
+func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, progress func(abi.ProgressRequest)) *Result {
 	return h.dispatcher.Call(ctx, dispatch.Request{Tool: tool, Arguments: args, Caller: h.caller, Progress: progress})
 }
 
-// ServerOptions are the MCP server's options for this host: the local
+// serverOptions are the MCP server's options for this host: the local
 // caller for sessions no transport authenticated, the agents file's
 // identities for the others, and the decision log.
-func (h *Host) ServerOptions(name, version string) mcpserver.Options {
+func (h *Host) serverOptions(name, version string) mcpserver.Options {
 	return mcpserver.Options{Name: name, Version: version, Logger: h.log, Caller: h.caller,
 		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c },
 		Auditor: h.decisions}
 }
 
-// Server builds the MCP server over this host's tools; a connected
-// recipient of mail hears of it as a log notification.
-func (h *Host) Server(opts mcpserver.Options) *mcp.Server {
+// Server builds the MCP server over this host's tools, named name and
+// version to clients; a connected recipient of mail hears of it as a log
+// notification. Run it on any go-sdk transport.
+func (h *Host) Server(name, version string) *mcp.Server {
+	return h.server(h.serverOptions(name, version))
+}
+
+func (h *Host) server(opts mcpserver.Options) *mcp.Server {
 	srv := mcpserver.New(h.registry, h.dispatcher, opts)
 	h.mail.SetNotifier(mcpserver.NewMailNotifier(srv, opts))
 	return srv
@@ -302,14 +307,17 @@ func (h *Host) Server(opts mcpserver.Options) *mcp.Server {
 // ServeStdio serves MCP on stdin and stdout until the client leaves or ctx
 // ends.
 func (h *Host) ServeStdio(ctx context.Context, name, version string) error {
-	return h.Server(h.ServerOptions(name, version)).Run(ctx, &mcp.StdioTransport{})
+	return h.Server(name, version).Run(ctx, &mcp.StdioTransport{})
 }
 
-// Registry is the loaded plugins (for warming, watching, listing).
-func (h *Host) Registry() *registry.Registry { return h.registry }
+// Warm compiles the plugins in the background, one at a time, so first
+// calls do not wait for compilation.
+func (h *Host) Warm(ctx context.Context) { h.registry.Warm(ctx, 1, h.log) }
 
-// Dispatcher runs calls.
-func (h *Host) Dispatcher() *dispatch.Dispatcher { return h.dispatcher }
+// Watch polls the plugin folders every interval until ctx ends, serving
+// plugins added, removed or changed (clients get list_changed); an
+// interval of 0 does nothing.
+func (h *Host) Watch(ctx context.Context, interval time.Duration) { h.registry.Watch(ctx, interval) }
 
 // Caller is the identity of sessions no transport authenticated.
 func (h *Host) Caller() *abi.Caller { return h.caller }
@@ -321,9 +329,20 @@ func (h *Host) Logger() *slog.Logger { return h.log }
 func (h *Host) DataDir() string { return h.cfg.DataDir }
 
 // Board waits for the task board to finish opening and returns it, or why
-// it could not open.
-func (h *Host) Board(ctx context.Context) (*board.Board, error) { return h.board.wait(ctx) }
+// it could not open. It closes with the Host.
+func (h *Host) Board(ctx context.Context) (*Board, error) {
+	b, err := h.board.wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Board{b: b}, nil
+}
 
 // OpenedBoard returns the task board if it has opened, without waiting;
 // nil while it opens or when it failed to.
-func (h *Host) OpenedBoard() *board.Board { return h.board.opened() }
+func (h *Host) OpenedBoard() *Board {
+	if b := h.board.opened(); b != nil {
+		return &Board{b: b}
+	}
+	return nil
+}

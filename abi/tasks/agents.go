@@ -3,7 +3,7 @@ package tasks
 // Inputs and outputs of the agent tools (plugins/agents): mail between
 // agents and to the human inbox, the calling agent's status and task, and
 // log_decision. Their input schemas are written out by hand in the plugin
-// (a root not and if/then/else, bounds matching host/mail), so the inputs
+// (a root not and if/then/else, bounds matching host/internal/mail), so the inputs
 // carry no descriptions. The board takes the inputs as its operations'
 // arguments and answers the outputs, but for mail, which it answers as
 // stored (BoardMail, BoardInbox).

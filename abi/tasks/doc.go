@@ -4,8 +4,8 @@
 // definition, shared by both sides of the board host function
 // (abi.FuncBoard): the plugins that serve the tools (plugins/internal/taskapi,
 // plugins/agents) generate the tools' schemas from these types and decode
-// the board's answers into them, and the host (host/board, host/boardapi,
-// host/mail, host/audit) answers with them.
+// the board's answers into them, and the host (host/internal/board, host/internal/boardapi,
+// host/internal/mail, host/internal/audit) answers with them.
 //
 // A field's json tag is its name on the wire; its jsonschema tag is the
 // description agents read in the tool's schema. Tags are plain strings: the

@@ -136,3 +136,9 @@ const (
 	MergedViaRef      = "ref"
 	MergedViaUpToDate = "up_to_date"
 )
+
+// TaskStatuses lists the task statuses in workflow order (a new slice each
+// call).
+func TaskStatuses() []string {
+	return []string{StatusTodo, StatusInProgress, StatusInReview, StatusDone, StatusCancelled}
+}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/policy"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // The agent tests run the real binary with an agents file: tools/list shows
@@ -69,10 +69,10 @@ func toolNames(t *testing.T, s *mcp.ClientSession) []string {
 
 // workerView is names filtered by the default WORKER rules.
 func workerView(names []string) []string {
-	p := policy.Default()
+	p := plughost.DefaultAgents()
 	var out []string
 	for _, n := range names {
-		if ok, _ := p.Permits(policy.Worker, n); ok {
+		if ok, _ := p.Permits("WORKER", n); ok {
 			out = append(out, n)
 		}
 	}
@@ -106,7 +106,7 @@ func TestAgentStdioToolsList(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	wantDenied(t, w.call(t, ctx, "echo", map[string]any{"text": "hi"}), "worker1", policy.Worker, "echo")
+	wantDenied(t, w.call(t, ctx, "echo", map[string]any{"text": "hi"}), "worker1", "WORKER", "echo")
 }
 
 func TestAgentFlagErrors(t *testing.T) {
@@ -162,7 +162,7 @@ func TestAgentHTTPToolsList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDenied(t, res, "worker1", policy.Worker, "echo")
+	wantDenied(t, res, "worker1", "WORKER", "echo")
 	res, err = boss.CallTool(ctx, &mcp.CallToolParams{Name: "flaky_read", Arguments: map[string]any{"mode": "ok"}})
 	if err != nil || res.IsError {
 		t.Fatalf("boss flaky_read: %v %v", err, res)
@@ -172,7 +172,7 @@ func TestAgentHTTPToolsList(t *testing.T) {
 		Role string `json:"caller_role"`
 	}
 	structured(t, res, &who)
-	if who.ID != "boss" || who.Role != policy.Supervisor {
+	if who.ID != "boss" || who.Role != "SUPERVISOR" {
 		t.Errorf("the plugin saw caller %+v, want boss/SUPERVISOR", who)
 	}
 	// No token, or an unknown one: 401.
@@ -241,7 +241,7 @@ func TestRESTExecute(t *testing.T) {
 	}
 	// The policy applies.
 	status, r = rest(t, s, workerToken, `{"agentId":"worker1","toolName":"echo","input":{"text":"hi"}}`)
-	if status != http.StatusOK || r.Success || r.Error == nil || r.Error.Code != abi.CodePermissionDenied || r.Error.Details["agent_type"] != policy.Worker {
+	if status != http.StatusOK || r.Success || r.Error == nil || r.Error.Code != abi.CodePermissionDenied || r.Error.Details["agent_type"] != "WORKER" {
 		t.Fatalf("worker echo: %d %+v", status, r)
 	}
 	// An unknown tool.

@@ -1,6 +1,6 @@
 package main
 
-// plugboard audit tail prints the decision log (host/audit): one compact
+// plugboard audit tail prints the decision log (host/internal/audit): one compact
 // line per tool call or deliberate decision, oldest first, and with
 // --follow the calls that finish from then on.
 
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plugboard/plugboard/host/board/store"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // auditLookback is how far before the newest finish a follower looks
@@ -52,20 +52,20 @@ func auditTail(ctx context.Context, in *invocation, c *boardCmd, agent, tool str
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("no board in %s (%w): give --data the directory plugboard serve uses", data, err)
 	}
-	st, err := store.Open(ctx, path)
+	st, err := plughost.DecisionLog(ctx, data)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
 	p := &auditPrinter{w: stdout, json: asJSON}
-	rows, err := st.ListDecisions(ctx, store.DecisionFilter{AgentID: agent, Tool: tool, Limit: limit})
+	rows, err := st.Decisions(ctx, plughost.DecisionFilter{AgentID: agent, Tool: tool, Limit: limit})
 	if err != nil {
 		return err
 	}
 	slices.Reverse(rows)
 	seen := map[string]string{} // id → finished_at, of finished rows printed
-	cursor := store.Now()
+	cursor := plughost.Now()
 	for _, r := range rows {
 		p.row(r)
 		if r.FinishedAt != nil {
@@ -87,9 +87,9 @@ func auditTail(ctx context.Context, in *invocation, c *boardCmd, agent, tool str
 		}
 		since := cursor
 		if t, err := time.Parse(time.RFC3339Nano, cursor); err == nil {
-			since = store.FormatTime(t.Add(-auditLookback))
+			since = plughost.FormatTime(t.Add(-auditLookback))
 		}
-		rows, err := st.ListDecisions(ctx, store.DecisionFilter{AgentID: agent, Tool: tool, Limit: 1000, FinishedAfter: since})
+		rows, err := st.Decisions(ctx, plughost.DecisionFilter{AgentID: agent, Tool: tool, Limit: 1000, FinishedAfter: since})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -121,7 +121,7 @@ type auditPrinter struct {
 // row prints one row: "TIME AGENT(TYPE) TOOL STATUS DURATION [req=ID]
 // SUMMARY", where SUMMARY is the error code and message, the result's
 // compact JSON (shortened) or a decision's title.
-func (p *auditPrinter) row(r store.Decision) {
+func (p *auditPrinter) row(r plughost.Decision) {
 	if p.json {
 		b, err := json.Marshal(r)
 		if err == nil {
@@ -145,7 +145,7 @@ func (p *auditPrinter) row(r store.Decision) {
 		duration = fmt.Sprintf("%dms", *r.DurationMS)
 	}
 	status := r.Status
-	if r.Kind == store.DecisionKindDecision {
+	if r.Kind == plughost.DecisionKindDecision {
 		status = "decision"
 	}
 	line := fmt.Sprintf("%s %s %s %s %s", auditTime(r.CreatedAt), agent, tool, status, duration)
@@ -153,9 +153,9 @@ func (p *auditPrinter) row(r store.Decision) {
 		line += " req=" + r.RequestID
 	}
 	switch {
-	case r.Kind == store.DecisionKindDecision:
+	case r.Kind == plughost.DecisionKindDecision:
 		line += " " + shorten(r.Title, 120)
-	case r.Status == store.DecisionError:
+	case r.Status == plughost.DecisionError:
 		var env struct {
 			Message string `json:"message"`
 		}
@@ -167,7 +167,7 @@ func (p *auditPrinter) row(r store.Decision) {
 		if r.Attempts > 1 {
 			line += fmt.Sprintf(" (%d attempts)", r.Attempts)
 		}
-	case r.Status == store.DecisionOK && len(r.Result) > 0:
+	case r.Status == plughost.DecisionOK && len(r.Result) > 0:
 		line += " " + shorten(string(r.Result), 100)
 		if r.Attempts > 1 {
 			line += fmt.Sprintf(" (%d attempts)", r.Attempts)

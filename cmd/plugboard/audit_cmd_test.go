@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,38 +13,71 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/audit"
-	"github.com/plugboard/plugboard/host/board/store"
-	"github.com/plugboard/plugboard/host/dispatch"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
+// auditRow is one decision log row as the decision log writes it.
+type auditRow struct {
+	kind, agent, role, tool, requestID, input, result, errorCode, errorJSON, status, title string
+	duration                                                                               *int64
+	finished                                                                               bool
+}
+
 // seedAudit writes three calls (ok, envelope, still running) and one
-// decision to the board in data.
-func seedAudit(t *testing.T, data string) *store.Store {
+// decision to the board in data, a second apart and oldest first.
+func seedAudit(t *testing.T, data string) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(data, "board.db"))
+	ms := func(n int64) *int64 { return &n }
+	env, _ := json.Marshal(abi.NewEnvelope(abi.CodeMissingRequired, "project_id is required\nmore", "pass it"))
+	insertAudit(t, data, time.Now().Add(-4*time.Second),
+		auditRow{kind: "call", agent: "w1", role: "WORKER", tool: "echo", input: `{"text":"hi"}`, result: `{"text":"hi"}`,
+			status: "ok", duration: ms(3), finished: true},
+		auditRow{kind: "call", agent: "s1", role: "SUPERVISOR", tool: "create_task", requestID: "r-1", input: `{}`,
+			errorCode: abi.CodeMissingRequired, errorJSON: string(env), status: "error", duration: ms(1), finished: true},
+		auditRow{kind: "call", agent: "w1", role: "WORKER", tool: "start_task_attempt", input: `{}`, status: "invoked"},
+		auditRow{kind: "decision", agent: "w1", role: "WORKER", tool: "log_decision", status: "ok", title: "Chose Redis", finished: true},
+	)
+}
+
+// insertAudit adds rows to the decision log of the board in data (created
+// by opening it, so the schema is the board's own), the first at start and
+// each next a second later. The CLI reads the log as a server wrote it.
+func insertAudit(t *testing.T, data string, start time.Time, rows ...auditRow) {
+	t.Helper()
+	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	l := audit.New(audit.Static(st), nil)
-	defer l.Close()
-	w1 := &abi.Caller{ID: "w1", Role: "WORKER"}
-	id := l.Invoked(ctx, dispatch.AuditCall{Caller: w1, Tool: "echo", Input: json.RawMessage(`{"text":"hi"}`)})
-	l.Finished(ctx, id, dispatch.AuditOutcome{Result: json.RawMessage(`{"text":"hi"}`), Duration: 3 * time.Millisecond, Attempts: 1})
-	id = l.Invoked(ctx, dispatch.AuditCall{Caller: &abi.Caller{ID: "s1", Role: "SUPERVISOR"}, Tool: "create_task", RequestID: "r-1",
-		Input: json.RawMessage(`{}`)})
-	l.Finished(ctx, id, dispatch.AuditOutcome{Envelope: abi.NewEnvelope(abi.CodeMissingRequired, "project_id is required\nmore", "pass it"),
-		Duration: time.Millisecond, Attempts: 0})
-	l.Invoked(ctx, dispatch.AuditCall{Caller: w1, Tool: "start_task_attempt", Input: json.RawMessage(`{}`)})
-	if err := l.Flush(ctx); err != nil {
+	b.Close()
+	db, err := sql.Open("sqlite", filepath.Join(data, "board.db"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Deliberate(ctx, w1, "Chose Redis", "it scales"); err != nil {
-		t.Fatal(err)
+	defer db.Close()
+	null := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
 	}
-	return st
+	for i, r := range rows {
+		at := plughost.FormatTime(start.Add(time.Duration(i) * time.Second))
+		var finished any
+		if r.finished {
+			finished = at
+		}
+		attempts := 0
+		if r.status == "ok" && r.kind == "call" {
+			attempts = 1
+		}
+		if _, err := db.Exec(`INSERT INTO decision_log (id, kind, agent_id, agent_type, tool, request_id, input, result,
+			error_code, error, status, duration_ms, attempts, title, created_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			fmt.Sprintf("%s-%d-%d", t.Name(), start.UnixNano(), i), r.kind, r.agent, r.role, r.tool, r.requestID, null(r.input), null(r.result),
+			r.errorCode, null(r.errorJSON), r.status, r.duration, attempts, r.title, at, finished); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestAuditTail(t *testing.T) {
@@ -73,7 +108,7 @@ func TestAuditTail(t *testing.T) {
 	if err := run(context.Background(), []string{"audit", "tail", "--data", data, "--agent", "w1", "--tool", "echo", "--json"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	var d store.Decision
+	var d plughost.Decision
 	if err := json.Unmarshal(out.Bytes(), &d); err != nil || d.Tool != "echo" || d.Status != "ok" || strings.Count(out.String(), "\n") != 1 {
 		t.Fatalf("--json output %q: %v", out.String(), err)
 	}
@@ -106,7 +141,7 @@ func auditExitCode(err error) int {
 
 func TestAuditTailFollow(t *testing.T) {
 	data := t.TempDir()
-	st := seedAudit(t, data)
+	seedAudit(t, data)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan error, 1)
@@ -125,13 +160,12 @@ func TestAuditTailFollow(t *testing.T) {
 	}
 	waitFor("Chose Redis")
 
-	l := audit.New(audit.Static(st), nil)
-	w1 := &abi.Caller{ID: "w1", Role: "WORKER"}
-	id := l.Invoked(ctx, dispatch.AuditCall{Caller: w1, Tool: "echo", Input: json.RawMessage(`{"text":"later"}`)})
-	l.Finished(ctx, id, dispatch.AuditOutcome{Result: json.RawMessage(`{"text":"later"}`), Duration: 2 * time.Millisecond, Attempts: 1})
-	other := l.Invoked(ctx, dispatch.AuditCall{Caller: &abi.Caller{ID: "s1"}, Tool: "echo", Input: json.RawMessage(`{"text":"not w1"}`)})
-	l.Finished(ctx, other, dispatch.AuditOutcome{Result: json.RawMessage(`{"text":"not w1"}`)})
-	l.Close()
+	later := time.Now().Add(time.Second)
+	insertAudit(t, data, later,
+		auditRow{kind: "call", agent: "w1", role: "WORKER", tool: "echo", input: `{"text":"later"}`, result: `{"text":"later"}`,
+			status: "ok", duration: new(int64), finished: true},
+		auditRow{kind: "call", agent: "s1", tool: "echo", input: `{"text":"not w1"}`, result: `{"text":"not w1"}`, status: "ok", finished: true},
+	)
 	waitFor(`{"text":"later"}`)
 	time.Sleep(3 * followPoll)
 	cancel()

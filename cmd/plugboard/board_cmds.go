@@ -23,8 +23,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // exitInterrupted is the exit code of a board command stopped by Ctrl-C
@@ -73,7 +72,7 @@ func (c *boardCmd) args(in *invocation, min, max int) error {
 }
 
 // open opens the board in the data directory.
-func (c *boardCmd) open(ctx context.Context, in *invocation) (*board.Board, error) {
+func (c *boardCmd) open(ctx context.Context, in *invocation) (*plughost.Board, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, usageError("--log-level: %v", err)
@@ -145,14 +144,9 @@ func printJSON(w io.Writer, v any) error {
 // ---- projects and repos ----
 
 // resolveProject finds a project by id or exact name.
-func resolveProject(ctx context.Context, b *board.Board, ref string) (store.Project, error) {
-	st := b.Store()
-	p, err := st.GetProject(ctx, ref)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return p, err
-	}
-	p, err = st.FindProjectByName(ctx, ref)
-	if errors.Is(err, store.ErrNotFound) {
+func resolveProject(ctx context.Context, b *plughost.Board, ref string) (plughost.Project, error) {
+	p, err := b.FindProject(ctx, ref)
+	if errors.Is(err, plughost.ErrNotFound) {
 		return p, abi.NewEnvelope(abi.CodeNotFound, fmt.Sprintf("no project named %q", ref),
 			"run `plugboard project list` for project names and ids").WithDetail("project", ref)
 	}
@@ -187,13 +181,13 @@ func projectCreateCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		stdout := in.stdout
-		var specs []board.RepoSpec
+		var specs []plughost.RepoSpec
 		for _, r := range repos {
 			path, branch, err := splitRepoArg(r)
 			if err != nil {
 				return err
 			}
-			specs = append(specs, board.RepoSpec{Path: path, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
+			specs = append(specs, plughost.RepoSpec{Path: path, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
 		}
 		b, err := c.open(ctx, in)
 		if err != nil {
@@ -202,7 +196,7 @@ func projectCreateCommand(fs *flag.FlagSet) runFunc {
 		defer b.Close()
 		p, err := b.CreateProject(ctx, in.args[0], specs)
 		// Only the project's own name: a repo name clash is an ErrExists too.
-		if errors.Is(err, store.ErrProjectExists) {
+		if errors.Is(err, plughost.ErrProjectExists) {
 			err = abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("a project named %q exists", strings.TrimSpace(in.args[0])),
 				"pick another name, or add repos to it with `plugboard repo add`")
 		}
@@ -220,7 +214,7 @@ func projectCreateCommand(fs *flag.FlagSet) runFunc {
 
 // printRepos shows a project's repos as a table (nothing when there are
 // none).
-func printRepos(w io.Writer, repos []store.ProjectRepo) {
+func printRepos(w io.Writer, repos []plughost.ProjectRepo) {
 	if len(repos) == 0 {
 		fmt.Fprintln(w, "no repos; add one with `plugboard repo add PROJECT --repo PATH`")
 		return
@@ -304,7 +298,7 @@ func repoAddCommand(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return c.fail(in, err)
 		}
-		p, err = b.AddRepo(ctx, p.ID, board.RepoSpec{Path: path, Name: *name, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
+		p, err = b.AddRepo(ctx, p.ID, plughost.RepoSpec{Path: path, Name: *name, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
 		if err != nil {
 			return c.fail(in, err)
 		}
@@ -335,7 +329,7 @@ func repoListCommand(fs *flag.FlagSet) runFunc {
 			return c.fail(in, err)
 		}
 		if *asJSON {
-			res, err := b.ListRepos(ctx, board.ProjectArgs{ProjectID: p.ID})
+			res, err := b.ListRepos(ctx, tasks.ProjectIn{ProjectID: p.ID})
 			if err != nil {
 				return c.fail(in, err)
 			}
@@ -383,7 +377,7 @@ func taskCreateCommand(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return c.fail(in, err)
 		}
-		t, err := b.CreateTask(ctx, board.CreateTaskArgs{ProjectID: p.ID, Title: in.args[1], Description: *desc})
+		t, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: p.ID, Title: in.args[1], Description: *desc})
 		if err != nil {
 			return c.fail(in, err)
 		}
@@ -399,8 +393,8 @@ func taskCreateCommand(fs *flag.FlagSet) runFunc {
 
 func taskListCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
-	status := fs.String("status", "", "only tasks in this status: "+strings.Join(store.TaskStatuses, ", "))
-	limit := fs.Int("limit", 0, fmt.Sprintf("at most N tasks, newest first (default %d, at most %d)", board.DefaultTaskLimit, board.MaxTaskLimit))
+	status := fs.String("status", "", "only tasks in this status: "+strings.Join(tasks.TaskStatuses(), ", "))
+	limit := fs.Int("limit", 0, fmt.Sprintf("at most N tasks, newest first (default %d, at most %d)", plughost.DefaultTaskLimit, plughost.MaxTaskLimit))
 	asJSON := fs.Bool("json", false, "print JSON (as the list_tasks tool does)")
 	return func(ctx context.Context, in *invocation) error {
 		if err := c.args(in, 1, 1); err != nil {
@@ -416,7 +410,7 @@ func taskListCommand(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return c.fail(in, err)
 		}
-		res, err := b.ListTasks(ctx, board.ListTasksArgs{ProjectID: p.ID, Status: tasks.TaskStatus(*status), Limit: *limit})
+		res, err := b.ListTasks(ctx, tasks.ListTasksIn{ProjectID: p.ID, Status: tasks.TaskStatus(*status), Limit: *limit})
 		if err != nil {
 			return c.fail(in, err)
 		}
@@ -454,9 +448,9 @@ func attemptSummary(s tasks.AttemptSummary) string {
 // ---- attempts ----
 
 // splitRepoID splits REPO_ID[@BRANCH].
-func splitRepoID(s string) board.StartRepoArg {
+func splitRepoID(s string) tasks.StartRepo {
 	id, branch, _ := strings.Cut(s, "@")
-	return board.StartRepoArg{RepoID: id, TargetBranch: branch}
+	return tasks.StartRepo{RepoID: id, TargetBranch: branch}
 }
 
 func attemptStartCommand(fs *flag.FlagSet) runFunc {
@@ -465,7 +459,7 @@ func attemptStartCommand(fs *flag.FlagSet) runFunc {
 	variant := fs.String("variant", "", "executor variant (default: the profile's default)")
 	var repos stringList
 	fs.Var(&repos, "repo", "REPO_ID[@BRANCH] to work in (repeatable; default: every repo of the project at its target branch)")
-	channel := fs.String("channel", store.ChannelNormalized, "log channel to stream: normalized or raw")
+	channel := fs.String("channel", tasks.ChannelNormalized, "log channel to stream: normalized or raw")
 	asJSON := fs.Bool("json", false, "print JSON lines: the started attempt, then one per log entry, then the final status")
 	return func(ctx context.Context, in *invocation) error {
 		if err := c.args(in, 1, 1); err != nil {
@@ -475,10 +469,10 @@ func attemptStartCommand(fs *flag.FlagSet) runFunc {
 		if *executor == "" {
 			return usageError("attempt start needs --executor E (see `plugboard attempt executors`)")
 		}
-		if *channel != store.ChannelNormalized && *channel != store.ChannelRaw {
+		if *channel != tasks.ChannelNormalized && *channel != tasks.ChannelRaw {
 			return usageError("--channel must be normalized or raw, got %q", *channel)
 		}
-		sa := board.StartArgs{TaskID: in.args[0], Executor: *executor, Variant: *variant}
+		sa := tasks.StartArgs{TaskID: in.args[0], Executor: *executor, Variant: *variant}
 		for _, r := range repos {
 			sa.Repos = append(sa.Repos, splitRepoID(r))
 		}
@@ -519,7 +513,7 @@ func attemptStartCommand(fs *flag.FlagSet) runFunc {
 			return c.fail(in, err)
 		}
 		p.final(st)
-		if st.State == board.StateCompleted {
+		if st.State == tasks.StateCompleted {
 			return nil
 		}
 		return &exitError{code: 1, err: errSilent}
@@ -529,9 +523,9 @@ func attemptStartCommand(fs *flag.FlagSet) runFunc {
 // stopForeground stops an attempt whose foreground command was
 // interrupted: gracefully, or at once on a second interrupt. It prints the
 // rest of the log and the final state, and exits 130.
-func stopForeground(b *board.Board, f *follower, stderr io.Writer) error {
+func stopForeground(b *plughost.Board, f *follower, stderr io.Writer) error {
 	ctx := context.Background()
-	fmt.Fprintf(stderr, "interrupted: stopping attempt %s (up to %s; Ctrl-C again to kill it at once)\n", f.attemptID, board.DefaultStopGrace)
+	fmt.Fprintf(stderr, "interrupted: stopping attempt %s (up to %s; Ctrl-C again to kill it at once)\n", f.attemptID, plughost.DefaultStopGrace)
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
@@ -541,11 +535,11 @@ func stopForeground(b *board.Board, f *follower, stderr io.Writer) error {
 		select {
 		case <-again:
 			fmt.Fprintln(stderr, "killing the attempt's processes")
-			b.StopAttempt(ctx, board.StopArgs{AttemptID: f.attemptID, Force: true})
+			b.StopAttempt(ctx, tasks.StopIn{AttemptID: f.attemptID, Force: true})
 		case <-done:
 		}
 	}()
-	if _, err := b.StopAttempt(ctx, board.StopArgs{AttemptID: f.attemptID}); err != nil {
+	if _, err := b.StopAttempt(ctx, tasks.StopIn{AttemptID: f.attemptID}); err != nil {
 		fmt.Fprintf(stderr, "stop attempt: %v\n", err)
 	}
 	// Print what the processes wrote while stopping, then the end state.
@@ -561,7 +555,7 @@ func stopForeground(b *board.Board, f *follower, stderr io.Writer) error {
 // process as the attempt's chain runs (setup scripts, agent, cleanup
 // scripts), until the attempt settles.
 type follower struct {
-	b         *board.Board
+	b         *plughost.Board
 	p         *entryPrinter
 	attemptID string
 	channel   string
@@ -577,17 +571,17 @@ type follower struct {
 // and its task left inprogress (or it has looked finished for
 // settleQuiet) — and returns its final status. It returns ctx's error when
 // ctx ends first.
-func (f *follower) run(ctx context.Context) (board.StatusResult, error) {
+func (f *follower) run(ctx context.Context) (tasks.StatusOut, error) {
 	var quietSince time.Time // when the attempt first looked finished
 	lastRecover := time.Now()
 	for {
 		procStatus := ""
 		if f.proc != "" {
 			after := f.after
-			page, err := f.b.TailAttemptLogs(ctx, board.LogsArgs{AttemptID: f.attemptID, Channel: f.channel, Limit: board.MaxLogLimit,
+			page, err := f.b.TailAttemptLogs(ctx, plughost.LogsArgs{AttemptID: f.attemptID, Channel: f.channel, Limit: plughost.MaxLogLimit,
 				AfterEntryIndex: &after, ExecutionProcessID: f.proc})
 			if err != nil {
-				return board.StatusResult{}, ctxErr(ctx, err)
+				return tasks.StatusOut{}, ctxErr(ctx, err)
 			}
 			for _, e := range page.Entries {
 				f.p.entry(f.channel, page, e)
@@ -605,13 +599,13 @@ func (f *follower) run(ctx context.Context) (board.StatusResult, error) {
 		// The log page is read before the status: a process that had ended
 		// by then had all its entries stored (they are written before its
 		// end is recorded), so nothing printed later can be missed.
-		st, err := f.b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: f.attemptID})
+		st, err := f.b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: f.attemptID})
 		if err != nil {
 			return st, ctxErr(ctx, err)
 		}
 		latest := deref(st.LatestExecutionProcessID, "")
 		switch {
-		case latest != "" && latest != f.proc && procStatus != store.ProcRunning:
+		case latest != "" && latest != f.proc && procStatus != tasks.ProcessRunning:
 			// The process read so far ended and is drained: on to the next
 			// one, which need not be the latest (a quick agent may have
 			// ended before its cleanup script was seen).
@@ -625,10 +619,10 @@ func (f *follower) run(ctx context.Context) (board.StatusResult, error) {
 			}
 			quietSince = time.Time{}
 			continue
-		case st.State != board.StateRunning && procStatus != store.ProcRunning && latest == f.proc:
+		case st.State != tasks.StateRunning && procStatus != tasks.ProcessRunning && latest == f.proc:
 			// Without a process yet the attempt may be starting (its task
 			// not yet inprogress): only a quiet second settles it.
-			if latest != "" && st.TaskStatus != store.StatusInProgress {
+			if latest != "" && st.TaskStatus != tasks.StatusInProgress {
 				return st, nil
 			}
 			if quietSince.IsZero() {
@@ -656,15 +650,15 @@ func (f *follower) run(ctx context.Context) (board.StatusResult, error) {
 // next returns the process that follows f.proc in the attempt's chain:
 // the first state-deciding process created after it (dev servers have
 // logs of their own), or the first one when f.proc is "".
-func (f *follower) next(ctx context.Context) (store.Process, error) {
-	procs, err := f.b.Store().AttemptProcesses(ctx, f.attemptID)
+func (f *follower) next(ctx context.Context) (plughost.Process, error) {
+	procs, err := f.b.Processes(ctx, f.attemptID)
 	if err != nil {
-		return store.Process{}, err
+		return plughost.Process{}, err
 	}
 	seen := f.proc == ""
-	var last store.Process
+	var last plughost.Process
 	for _, p := range procs {
-		if p.RunReason == store.ReasonDevServer {
+		if p.RunReason == tasks.RunDevServer {
 			continue
 		}
 		if seen {
@@ -674,7 +668,7 @@ func (f *follower) next(ctx context.Context) (store.Process, error) {
 		last = p
 	}
 	if last.ID == "" {
-		return store.Process{}, fmt.Errorf("attempt %s: no process follows %s", f.attemptID, f.proc)
+		return plughost.Process{}, fmt.Errorf("attempt %s: no process follows %s", f.attemptID, f.proc)
 	}
 	return last, nil // f.proc is gone (or last): the newest
 }
@@ -720,7 +714,7 @@ func (p *entryPrinter) line(v any) {
 
 // entry prints one entry: "#index time entry_type: content" (normalized)
 // or "#index time stream: content" (raw).
-func (p *entryPrinter) entry(channel string, page board.LogsResult, e board.LogEntry) {
+func (p *entryPrinter) entry(channel string, page plughost.LogsResult, e plughost.LogEntry) {
 	if p.json {
 		p.line(logLine{ExecutionProcessID: deref(page.ExecutionProcessID, ""), RunReason: deref(page.RunReason, ""),
 			Channel: channel, Index: e.EntryIndex, Entry: e.Entry})
@@ -737,7 +731,7 @@ func (p *entryPrinter) entry(channel string, page board.LogsResult, e board.LogE
 		return
 	}
 	kind := v.EntryType
-	if channel == store.ChannelRaw {
+	if channel == tasks.ChannelRaw {
 		kind = v.Stream
 	}
 	content := strings.TrimRight(v.Content, "\n")
@@ -746,7 +740,7 @@ func (p *entryPrinter) entry(channel string, page board.LogsResult, e board.LogE
 }
 
 // final prints the line that ends a followed log.
-func (p *entryPrinter) final(st board.StatusResult) {
+func (p *entryPrinter) final(st tasks.StatusOut) {
 	if p.json {
 		p.line(st)
 		return
@@ -756,7 +750,7 @@ func (p *entryPrinter) final(st board.StatusResult) {
 
 // stateText is the state with its failure summary: "completed",
 // "failed: killed (host exited)".
-func stateText(st board.StatusResult) string {
+func stateText(st tasks.StatusOut) string {
 	if st.FailureSummary != nil {
 		return st.State + ": " + *st.FailureSummary
 	}
@@ -776,7 +770,7 @@ func attemptListCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer b.Close()
-		res, err := b.ListTaskAttempts(ctx, board.TaskArgs{TaskID: in.args[0]})
+		res, err := b.ListTaskAttempts(ctx, tasks.TaskIn{TaskID: in.args[0]})
 		if err != nil {
 			return c.fail(in, err)
 		}
@@ -791,7 +785,7 @@ func attemptListCommand(fs *flag.FlagSet) runFunc {
 		fmt.Fprintln(tw, "ATTEMPT_ID\tSTATE\tEXECUTOR\tBRANCH\tCREATED")
 		for _, a := range res.Attempts {
 			state := "?"
-			if st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: a.AttemptID}); err == nil {
+			if st, err := b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: a.AttemptID}); err == nil {
 				state = st.State
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.AttemptID, state, a.Executor, a.WorkspaceBranch, shortTime(a.CreatedAt))
@@ -813,7 +807,7 @@ func attemptStatusCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer b.Close()
-		st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: in.args[0]})
+		st, err := b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: in.args[0]})
 		if err != nil {
 			return c.fail(in, err)
 		}
@@ -844,8 +838,8 @@ func attemptStatusCommand(fs *flag.FlagSet) runFunc {
 
 func attemptLogsCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
-	channel := fs.String("channel", store.ChannelNormalized, "normalized (entries by type) or raw (lines by stream)")
-	limit := fs.Int("limit", 0, fmt.Sprintf("entries in the page (default %d, at most %d)", board.DefaultLogLimit, board.MaxLogLimit))
+	channel := fs.String("channel", tasks.ChannelNormalized, "normalized (entries by type) or raw (lines by stream)")
+	limit := fs.Int("limit", 0, fmt.Sprintf("entries in the page (default %d, at most %d)", plughost.DefaultLogLimit, plughost.MaxLogLimit))
 	cursor := fs.Int64("cursor", -1, "print the page of entries before this index (from a previous page's hint)")
 	process := fs.String("process", "", "execution process id to read (default: the attempt's latest process)")
 	follow := fs.Bool("follow", false, "keep printing new entries until the attempt ends, then its final status")
@@ -863,7 +857,7 @@ func attemptLogsCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer b.Close()
-		la := board.LogsArgs{AttemptID: in.args[0], Channel: *channel, Limit: *limit, ExecutionProcessID: *process}
+		la := plughost.LogsArgs{AttemptID: in.args[0], Channel: *channel, Limit: *limit, ExecutionProcessID: *process}
 		if *cursor >= 0 {
 			la.Cursor = cursor
 		}
@@ -915,14 +909,14 @@ func attemptStopCommand(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer b.Close()
-		res, err := b.StopAttempt(context.WithoutCancel(ctx), board.StopArgs{AttemptID: in.args[0], Force: *force})
+		res, err := b.StopAttempt(context.WithoutCancel(ctx), tasks.StopIn{AttemptID: in.args[0], Force: *force})
 		if err != nil {
 			return c.fail(in, err)
 		}
 		if *asJSON {
 			return printJSON(stdout, res)
 		}
-		st := board.StatusResult{AttemptID: res.AttemptID, State: string(res.State), FailureSummary: res.FailureSummary, TaskStatus: res.TaskStatus}
+		st := tasks.StatusOut{AttemptID: res.AttemptID, State: string(res.State), FailureSummary: res.FailureSummary, TaskStatus: res.TaskStatus}
 		if res.AlreadyFinished {
 			fmt.Fprintf(stdout, "attempt %s had nothing running: %s (task %s)\n", res.AttemptID, stateText(st), res.TaskStatus)
 			return nil
@@ -960,8 +954,8 @@ func attemptExecutorsCommand(fs *flag.FlagSet) runFunc {
 				avail = "yes"
 			}
 			verified := "-"
-			if p, ok := b.Executors().Get(e.Executor); ok && p.VerifiedWith != "" {
-				verified = p.VerifiedWith
+			if v := b.ExecutorVerifiedWith(e.Executor); v != "" {
+				verified = v
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"), verified)
 		}
@@ -980,7 +974,7 @@ func deref[T ~string](s *T, def string) string {
 
 // shortTime shows a stored timestamp in local time to the second.
 func shortTime(s string) string {
-	t, err := time.Parse(store.TimeFormat, s)
+	t, err := time.Parse(plughost.TimeFormat, s)
 	if err != nil {
 		if s == "" {
 			return "-"

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/board"
 )
 
 // The board CLI tests drive the real binary against real git repositories,
@@ -133,7 +133,7 @@ func (e *boardEnv) waitFor(what string, timeout time.Duration, cond func() bool)
 // latestAttempt returns the id of the task's newest attempt, "" if none.
 func (e *boardEnv) latestAttempt(taskID string) string {
 	e.t.Helper()
-	var res board.AttemptsResult
+	var res tasks.AttemptsOut
 	e.json(&res, "attempt", "list", taskID)
 	if res.LatestAttemptID == nil {
 		return ""
@@ -141,9 +141,9 @@ func (e *boardEnv) latestAttempt(taskID string) string {
 	return *res.LatestAttemptID
 }
 
-func (e *boardEnv) status(attemptID string) board.StatusResult {
+func (e *boardEnv) status(attemptID string) tasks.StatusOut {
 	e.t.Helper()
-	var st board.StatusResult
+	var st tasks.StatusOut
 	e.json(&st, "attempt", "status", attemptID)
 	return st
 }
@@ -188,7 +188,7 @@ func TestBoardSetupFlow(t *testing.T) {
 		t.Errorf("project create printed:\n%s", out)
 	}
 
-	var projects board.ProjectsResult
+	var projects tasks.ProjectsOut
 	e.json(&projects, "project", "list")
 	if len(projects.Projects) != 1 || projects.Projects[0].Name != "demo" || projects.Projects[0].RepoCount != 2 {
 		t.Fatalf("project list --json = %+v", projects)
@@ -200,7 +200,7 @@ func TestBoardSetupFlow(t *testing.T) {
 
 	// repo add takes the project by id; the flag may come first.
 	e.ok("repo", "add", "--name", "other", projectID, "--repo", extra)
-	var repos board.ReposResult
+	var repos tasks.ReposOut
 	e.json(&repos, "repo", "list", "demo")
 	branches := map[string]string{}
 	for _, r := range repos.Repos {
@@ -228,7 +228,7 @@ func TestBoardSetupFlow(t *testing.T) {
 		t.Errorf("task create --json = %+v", second)
 	}
 
-	var tasks board.TasksResult
+	var tasks tasks.TasksOut
 	e.json(&tasks, "task", "list", "demo")
 	if tasks.Count != 2 {
 		t.Fatalf("task list --json = %+v", tasks)
@@ -299,7 +299,7 @@ func TestBoardAttemptStart(t *testing.T) {
 	}
 
 	st := e.status(attemptID)
-	if st.State != board.StateCompleted || st.FailureSummary != nil || st.TaskStatus != "inreview" || st.Executor != "SHELL" {
+	if st.State != tasks.StateCompleted || st.FailureSummary != nil || st.TaskStatus != "inreview" || st.Executor != "SHELL" {
 		t.Errorf("status = %+v", st)
 	}
 	edited, err := os.ReadFile(filepath.Join(e.data, "worktrees", attemptID, "app", "hello.txt"))
@@ -405,7 +405,7 @@ func TestBoardAttemptCrashRecovery(t *testing.T) {
 			return false
 		}
 		out, _, _ := e.run("attempt", "logs", attemptID)
-		return e.status(attemptID).State == board.StateRunning && strings.Contains(out, "system_message: started")
+		return e.status(attemptID).State == tasks.StateRunning && strings.Contains(out, "system_message: started")
 	})
 	if len(markedPIDs(marker)) == 0 {
 		t.Fatal("the attempt's sleep is not running")
@@ -419,7 +419,7 @@ func TestBoardAttemptCrashRecovery(t *testing.T) {
 	}
 
 	st := e.status(attemptID) // a new host: it recovers the dead one's processes
-	if st.State != board.StateFailed || st.FailureSummary == nil || !strings.HasPrefix(*st.FailureSummary, "killed") || st.TaskStatus != "inreview" {
+	if st.State != tasks.StateFailed || st.FailureSummary == nil || !strings.HasPrefix(*st.FailureSummary, "killed") || st.TaskStatus != "inreview" {
 		t.Errorf("status after the crash = %+v", st)
 	}
 	e.waitFor("the attempt's processes to be gone", 10*time.Second, func() bool { return len(markedPIDs(marker)) == 0 })

@@ -13,8 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/board"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // boardData makes a data directory holding a board with one project over
@@ -33,11 +34,11 @@ func boardData(t *testing.T) (string, string) {
 		}
 	}
 	data := t.TempDir()
-	b, err := board.Open(context.Background(), board.Config{DataDir: data})
+	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.CreateProject(context.Background(), "demo", []board.RepoSpec{{Path: repo}})
+	p, err := b.CreateProject(context.Background(), "demo", []plughost.RepoSpec{{Path: repo}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestBoardThroughPlugin(t *testing.T) {
 	data, projectID := boardData(t)
 	s := startServer(t, dir, "--data", data)
 
-	var projects board.ProjectsResult
+	var projects tasks.ProjectsOut
 	boardCall(t, s, abi.OpListProjects, nil, &projects)
 	if len(projects.Projects) != 1 || projects.Projects[0].ProjectID != projectID {
 		t.Fatalf("list_projects = %+v", projects)
@@ -84,34 +85,34 @@ func TestBoardThroughPlugin(t *testing.T) {
 	}
 	boardCall(t, s, abi.OpCreateTask, map[string]any{"project_id": projectID, "title": "Add a file",
 		"description": "echo from-the-agent > added.txt; echo done"}, &task)
-	var started board.StartResult
+	var started tasks.StartOut
 	boardCall(t, s, abi.OpStartTaskAttempt, map[string]any{"task_id": task.TaskID, "executor": "shell"}, &started)
 	if started.Executor != "SHELL" || started.AttemptID == "" {
 		t.Fatalf("start = %+v", started)
 	}
-	var status board.StatusResult
+	var status tasks.StatusOut
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		boardCall(t, s, abi.OpGetAttemptStatus, map[string]any{"attempt_id": started.AttemptID}, &status)
-		if status.State == board.StateCompleted && status.TaskStatus == "inreview" {
+		if status.State == tasks.StateCompleted && status.TaskStatus == "inreview" {
 			break
 		}
-		if time.Now().After(deadline) || status.State == board.StateFailed {
+		if time.Now().After(deadline) || status.State == tasks.StateFailed {
 			t.Fatalf("attempt did not complete: %+v", status)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	var logs board.LogsResult
+	var logs plughost.LogsResult
 	boardCall(t, s, abi.OpTailAttemptLogs, map[string]any{"attempt_id": started.AttemptID}, &logs)
 	if len(logs.Entries) == 0 || !strings.Contains(string(logs.Entries[len(logs.Entries)-1].Entry), "done") {
 		t.Fatalf("logs = %+v", logs)
 	}
-	var changes board.ChangesResult
+	var changes tasks.ChangesOut
 	boardCall(t, s, abi.OpGetAttemptChanges, map[string]any{"attempt_id": started.AttemptID}, &changes)
 	if len(changes.Files) != 1 || changes.Files[0].Path != "app/added.txt" {
 		t.Fatalf("changes = %+v", changes)
 	}
-	var file board.FileResult
+	var file tasks.BoardFile
 	boardCall(t, s, abi.OpGetAttemptFile, map[string]any{"attempt_id": started.AttemptID, "path": "app/added.txt"}, &file)
 	if file.Content != "from-the-agent\n" {
 		t.Fatalf("file = %+v", file)
@@ -138,13 +139,13 @@ func TestBoardGrantsNarrowCapabilities(t *testing.T) {
 	os.WriteFile(grantsFile, []byte(`{"plugins":{"boardprobe":["board.read"]}}`), 0o644)
 	s := startServer(t, dir, "--data", data, "--grants", grantsFile)
 
-	var projects board.ProjectsResult
+	var projects tasks.ProjectsOut
 	boardCall(t, s, abi.OpListProjects, nil, &projects)
 	env := envelopeOf(t, boardCall(t, s, abi.OpCreateTask, map[string]any{"project_id": projectID, "title": "x"}, nil))
 	if env.Code != abi.CodePermissionDenied || env.Details["capability"] != abi.CapBoardWrite {
 		t.Fatalf("create_task without board.write = %+v", env)
 	}
-	var tasks board.TasksResult
+	var tasks tasks.TasksOut
 	boardCall(t, s, abi.OpListTasks, map[string]any{"project_id": projectID}, &tasks)
 	if tasks.Count != 0 {
 		t.Fatalf("a refused call changed the board: %+v", tasks)

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	plughost "github.com/plugboard/plugboard/host"
-	"github.com/plugboard/plugboard/host/board"
 )
 
 // callCommand is the call row of the command table.
@@ -102,7 +102,7 @@ func waitForAttempts(ctx context.Context, h *plughost.Host, stderr io.Writer) er
 		return &exitError{code: exitInterrupted, err: errSilent}
 	}
 	for _, id := range attempts {
-		st, err := b.GetAttemptStatus(context.WithoutCancel(ctx), board.AttemptArgs{AttemptID: id})
+		st, err := b.GetAttemptStatus(context.WithoutCancel(ctx), tasks.AttemptIn{AttemptID: id})
 		if err != nil {
 			continue
 		}

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/board"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // TestCallStaysForTheAttempt: `plugboard call start_task_attempt` and
@@ -21,11 +22,11 @@ func TestCallStaysForTheAttempt(t *testing.T) {
 	}
 	plugins, _ := buildtest.Plugins(t, "plugins/tasks-read", "plugins/tasks-control")
 	data, projectID := boardData(t)
-	b, err := board.Open(context.Background(), board.Config{DataDir: data})
+	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := b.CreateTask(context.Background(), board.CreateTaskArgs{ProjectID: projectID, Title: "slow",
+	task, err := b.CreateTask(context.Background(), tasks.CreateTaskArgs{ProjectID: projectID, Title: "slow",
 		Description: "sleep 1; echo first > first.txt"})
 	b.Close()
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/config"
-	"github.com/plugboard/plugboard/host/idempotency"
 )
 
 // The configuration file end to end: the real binary with --config (or
@@ -105,7 +104,7 @@ func TestConfigCall(t *testing.T) {
 	// The environment over the file: $PLUGBOARD_DATA, the TTL variable,
 	// and $PLUGBOARD_CONFIG naming the file.
 	envData := filepath.Join(dir, "data-env")
-	env := cleanEnv(config.EnvConfig+"=pb.json", config.EnvData+"="+envData, idempotency.EnvInProgressTTL+"=120")
+	env := cleanEnv(config.EnvConfig+"=pb.json", config.EnvData+"="+envData, "PLUGBOARD_IDEMPOTENCY_IN_PROGRESS_TTL_SECS"+"=120")
 	out, errOut, code = runPB(t, dir, env, echo...)
 	if code != 0 || !strings.Contains(out, `"text": "hi"`) || !boardExists(envData) {
 		t.Fatalf("call with the environment: exit %d, board in %s: %v\n%s%s", code, envData, boardExists(envData), out, errOut)

@@ -459,3 +459,28 @@ func TestReadmeBlocksParse(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicPackages: outside the host's internals and the trees that are
+// products of their own (abi, sdk-guest, plugins, cmd, build, bench,
+// conformance), the repository offers exactly the embedding API, its
+// configuration and the plugin engine for tools — the three packages a
+// program outside this module may import (docs/DECISIONS.md, "The host
+// behind host/internal").
+func TestPublicPackages(t *testing.T) {
+	var public []string
+	for name := range repoPackages(t, buildtest.Root(t)) {
+		inside := false
+		for _, tree := range []string{"host/internal", "abi", "sdk-guest", "conformance", "cmd", "plugins", "build", "bench"} {
+			if name == tree || strings.HasPrefix(name, tree+"/") {
+				inside = true
+			}
+		}
+		if !inside {
+			public = append(public, name)
+		}
+	}
+	slices.Sort(public)
+	if want := []string{"host", "host/config", "host/plugin"}; !slices.Equal(public, want) {
+		t.Errorf("packages outside host/internal and the product trees: %v, want %v (at most three; a new one belongs under host/internal)", public, want)
+	}
+}

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	plughost "github.com/plugboard/plugboard/host"
-	"github.com/plugboard/plugboard/host/board"
 	"github.com/plugboard/plugboard/host/config"
-	"github.com/plugboard/plugboard/host/policy"
 )
 
 // hostFlags are the flags shared by every command that loads plugins.
@@ -26,10 +24,10 @@ type hostFlags struct {
 	callTimeout  time.Duration
 	memoryMiB    uint
 	maxInstances int
-	// agents is the agents file (host/policy) and agent the identity of
+	// agents is the agents file (host/internal/policy) and agent the identity of
 	// unauthenticated sessions (stdio, the CLI); "" is the local identity.
 	agents, agent string
-	pol           *policy.Policy
+	pol           *plughost.Policy
 	boardFlags
 	audit auditFlags
 }
@@ -57,10 +55,10 @@ type boardFlags struct {
 	grants    string
 	attempt   string
 	// agentEnv and agentEnvDrop adjust the environment of attempt
-	// processes (board.AgentEnv).
+	// processes (plughost.AgentEnv).
 	agentEnv, agentEnvDrop stringList
 	// agentInactivity and agentRunTimeout are the default limits of a
-	// coding-agent run (board.Config).
+	// coding-agent run (plughost.BoardConfig).
 	agentInactivity, agentRunTimeout time.Duration
 }
 
@@ -71,9 +69,9 @@ func (b *boardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
 	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see README \"Executors\")")
 	fs.Var(&b.agentEnvDrop, "agent-env-drop", "keep variables matching the glob PATTERN from attempt processes (repeatable; PLUGBOARD_* never reach them)")
-	fs.DurationVar(&b.agentInactivity, "agent-inactivity-timeout", board.DefaultAgentInactivityTimeout,
+	fs.DurationVar(&b.agentInactivity, "agent-inactivity-timeout", plughost.DefaultAgentInactivityTimeout,
 		"fail a coding-agent run that shows no progress (warnings and retries aside) for this long, unless its profile sets its own")
-	fs.DurationVar(&b.agentRunTimeout, "agent-run-timeout", board.DefaultAgentRunTimeout,
+	fs.DurationVar(&b.agentRunTimeout, "agent-run-timeout", plughost.DefaultAgentRunTimeout,
 		"fail a coding-agent run that runs longer than this, unless its profile sets its own")
 }
 
@@ -116,14 +114,14 @@ func (b *boardFlags) loadConfig() error {
 }
 
 // agentEnvConfig is what --agent-env and --agent-env-drop say.
-func (b *boardFlags) agentEnvConfig() board.AgentEnv {
-	return board.AgentEnv{Set: b.agentEnv, Drop: b.agentEnvDrop}
+func (b *boardFlags) agentEnvConfig() plughost.AgentEnv {
+	return plughost.AgentEnv{Set: b.agentEnv, Drop: b.agentEnvDrop}
 }
 
 // boardConfig is the task board's configuration the flags give (its data
 // directory and logger are the opener's).
-func (b *boardFlags) boardConfig() board.Config {
-	cfg := board.Config{ExecutorsFile: b.executors, Guard: b.guard,
+func (b *boardFlags) boardConfig() plughost.BoardConfig {
+	cfg := plughost.BoardConfig{ExecutorsFile: b.executors, Guard: b.guard,
 		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(),
 		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout}
 	if b.conf != nil && !b.given["executors"] {
@@ -133,10 +131,10 @@ func (b *boardFlags) boardConfig() board.Config {
 }
 
 // openBoard opens the task board in data.
-func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*board.Board, error) {
+func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*plughost.Board, error) {
 	cfg := b.boardConfig()
 	cfg.DataDir, cfg.Logger = data, log
-	return board.Open(ctx, cfg)
+	return plughost.OpenBoard(ctx, cfg)
 }
 
 type stringList []string
@@ -161,7 +159,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 
 // policy loads the agents — --agents FILE, else the configuration file's
 // agents section — once and checks --agent against them.
-func (h *hostFlags) policy() (*policy.Policy, error) {
+func (h *hostFlags) policy() (*plughost.Policy, error) {
 	if h.pol != nil {
 		return h.pol, nil
 	}
@@ -171,7 +169,7 @@ func (h *hostFlags) policy() (*policy.Policy, error) {
 	pol, from := h.confAgents()
 	if pol == nil {
 		var err error
-		if pol, err = policy.Load(h.agents); err != nil {
+		if pol, err = plughost.LoadAgents(h.agents); err != nil {
 			return nil, &exitError{code: 2, err: err}
 		}
 	}
@@ -190,7 +188,7 @@ func (h *hostFlags) policy() (*policy.Policy, error) {
 // confAgents returns the configuration file's agents section when it
 // applies (no --agents given), and where the agents come from: the file
 // --agents names, the configuration file's section, or "" for none.
-func (h *hostFlags) confAgents() (*policy.Policy, string) {
+func (h *hostFlags) confAgents() (*plughost.Policy, string) {
 	if h.conf != nil && h.conf.Agents != nil && !h.given["agents"] {
 		return h.conf.Agents, h.conf.File + " (agents section)"
 	}

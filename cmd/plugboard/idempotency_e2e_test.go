@@ -12,7 +12,6 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/idempotency"
 )
 
 // TestIdempotencyE2E drives request_id deduplication through `plugboard
@@ -133,9 +132,9 @@ func TestIdempotencyEnvE2E(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	cmd := exec.Command(buildtest.Binary(t), "serve", "--plugins", t.TempDir(), "--data", t.TempDir())
-	cmd.Env = append(cmd.Environ(), idempotency.EnvInProgressTTL+"=1h")
+	cmd.Env = append(cmd.Environ(), "PLUGBOARD_IDEMPOTENCY_IN_PROGRESS_TTL_SECS"+"=1h")
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), idempotency.EnvInProgressTTL) {
+	if err == nil || !strings.Contains(string(out), "PLUGBOARD_IDEMPOTENCY_IN_PROGRESS_TTL_SECS") {
 		t.Fatalf("serve with a bad TTL: %v\n%s", err, out)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build"
-	"github.com/plugboard/plugboard/host/wasmfile"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 func pluginBuildCommand(fs *flag.FlagSet) runFunc {
@@ -63,7 +63,7 @@ type inspection struct {
 	Capabilities   []string       `json:"capabilities"`
 	CustomSections map[string]int `json:"custom_sections"`
 	Problems       []string       `json:"problems,omitempty"`
-	imports        []wasmfile.Import
+	imports        []plugin.Import
 }
 
 func pluginInspectCommand(fs *flag.FlagSet) runFunc {
@@ -81,7 +81,7 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	info, err := wasmfile.Parse(wasm)
+	info, err := plugin.Parse(wasm)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -97,7 +97,7 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writ
 	exported := map[string]bool{}
 	for _, e := range info.Exports {
 		in.Exports = append(in.Exports, fmt.Sprintf("%s (%s)", e.Name, e.Kind))
-		exported[e.Name] = e.Kind == wasmfile.KindFunc
+		exported[e.Name] = e.Kind == plugin.KindFunc
 	}
 	for _, need := range []string{abi.ExportDescribe, abi.ExportCall} {
 		if !exported[need] {
@@ -189,7 +189,7 @@ type importGroup struct {
 }
 
 // groupImports lists function imports by module, in first-seen order.
-func groupImports(imports []wasmfile.Import) []importGroup {
+func groupImports(imports []plugin.Import) []importGroup {
 	var groups []importGroup
 	index := map[string]int{}
 	for _, imp := range imports {
@@ -200,7 +200,7 @@ func groupImports(imports []wasmfile.Import) []importGroup {
 			groups = append(groups, importGroup{module: imp.Module})
 		}
 		name := imp.Name
-		if imp.Kind != wasmfile.KindFunc {
+		if imp.Kind != plugin.KindFunc {
 			name += " (" + imp.Kind.String() + ")"
 		}
 		if !slices.Contains(groups[i].names, name) {

@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/plugboard/plugboard/host/audit"
+	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 )
 
-// auditFlags bound the decision log (host/audit): what a row keeps of each
+// auditFlags bound the decision log (host/internal/audit): what a row keeps of each
 // payload, and how long and how much of it is kept.
 type auditFlags struct {
 	payloadMax byteSize
@@ -18,16 +18,16 @@ type auditFlags struct {
 }
 
 func (a *auditFlags) register(fs *flag.FlagSet) {
-	a.payloadMax = byteSize(audit.DefaultPayloadMax)
-	a.maxBytes = byteSize(audit.DefaultMaxBytes)
+	a.payloadMax = byteSize(plughost.DefaultAuditPayloadMax)
+	a.maxBytes = byteSize(plughost.DefaultAuditMaxBytes)
 	fs.Var(&a.payloadMax, "audit-payload-max", "decision log: the longest input, result or error a row keeps whole; a longer one keeps its size, SHA-256 and a prefix (e.g. 1KiB; 0 keeps all)")
 	fs.Var(&a.maxBytes, "audit-max-bytes", "decision log: the size it is pruned to, oldest rows first (e.g. 64MiB; 0 keeps every size)")
-	fs.DurationVar(&a.maxAge, "audit-max-age", audit.DefaultMaxAge, "decision log: how long a row is kept (0 keeps every age)")
+	fs.DurationVar(&a.maxAge, "audit-max-age", plughost.DefaultAuditMaxAge, "decision log: how long a row is kept (0 keeps every age)")
 }
 
 // options are the decision log's bounds as the flags set them.
-func (a *auditFlags) options() audit.Options {
-	o := audit.DefaultOptions()
+func (a *auditFlags) options() plughost.AuditOptions {
+	o := plughost.DefaultAuditOptions()
 	o.PayloadMax, o.MaxBytes, o.MaxAge = int(a.payloadMax), int64(a.maxBytes), max(a.maxAge, 0)
 	return o
 }

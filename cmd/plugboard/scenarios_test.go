@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // The scenario tests: one test per WHEN/THEN scenario of
@@ -46,7 +46,7 @@ type specScenario struct {
 type scenarioOptions struct {
 	serveArgs   []string
 	setupScript string
-	attempt     func(b *board.Board, projectID string) string
+	attempt     func(b *plughost.Board, projectID string) string
 }
 
 var sharedCompiled = sync.OnceValue(func() string {
@@ -76,11 +76,11 @@ func newScenario(t *testing.T, opts scenarioOptions) *specScenario {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	b, err := board.Open(context.Background(), board.Config{DataDir: sc.data})
+	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: sc.data})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.CreateProject(context.Background(), "demo", []board.RepoSpec{{Path: sc.repo, SetupScript: opts.setupScript}})
+	p, err := b.CreateProject(context.Background(), "demo", []plughost.RepoSpec{{Path: sc.repo, SetupScript: opts.setupScript}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestScenarioFollowUpByAttemptId(t *testing.T) {
 
 func TestScenarioAttemptHasNoSessionsOrProcesses(t *testing.T) {
 	var attemptID string
-	sc := newScenario(t, scenarioOptions{attempt: func(b *board.Board, projectID string) string {
+	sc := newScenario(t, scenarioOptions{attempt: func(b *plughost.Board, projectID string) string {
 		// An attempt recorded without any session or process yet (the
 		// moment between its creation and its first process).
 		attemptID = idleAttempt(t, b, projectID)
@@ -422,19 +422,18 @@ func TestScenarioAttemptHasNoSessionsOrProcesses(t *testing.T) {
 }
 
 // idleAttempt records an attempt row with no session and no process.
-func idleAttempt(t *testing.T, b *board.Board, projectID string) string {
+func idleAttempt(t *testing.T, b *plughost.Board, projectID string) string {
 	t.Helper()
 	ctx := context.Background()
-	task, err := b.CreateTask(ctx, board.CreateTaskArgs{ProjectID: projectID, Title: "Idle"})
+	task, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: projectID, Title: "Idle"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := b.Store()
-	a := boardAttempt(task.TaskID)
-	if err := st.CreateAttempt(ctx, a, nil); err != nil {
+	id, err := b.RecordIdleAttempt(ctx, task.TaskID, "pb/idle", os.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return a.ID
+	return id
 }
 
 func TestScenarioAttemptIsRunning(t *testing.T) {
@@ -504,7 +503,7 @@ func TestScenarioLoadOlderHistory(t *testing.T) {
 
 func TestScenarioNoProcessYieldsEmptyHistory(t *testing.T) {
 	var attemptID string
-	sc := newScenario(t, scenarioOptions{attempt: func(b *board.Board, projectID string) string {
+	sc := newScenario(t, scenarioOptions{attempt: func(b *plughost.Board, projectID string) string {
 		attemptID = idleAttempt(t, b, projectID)
 		return ""
 	}})
@@ -583,7 +582,7 @@ func walkProperties(t *testing.T, where string, s map[string]any) {
 
 func TestScenarioContextReturnsUnifiedAttemptData(t *testing.T) {
 	var attemptID string
-	sc := newScenario(t, scenarioOptions{attempt: func(b *board.Board, projectID string) string {
+	sc := newScenario(t, scenarioOptions{attempt: func(b *plughost.Board, projectID string) string {
 		attemptID = idleAttempt(t, b, projectID)
 		return attemptID
 	}})
@@ -896,13 +895,6 @@ func TestScenarioRequestIdReuseWithDifferentPayloadIsRejected(t *testing.T) {
 }
 
 func matches(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
-
-// boardAttempt is an attempt row with no worktree, session or process.
-func boardAttempt(taskID string) store.Attempt {
-	now := store.Now()
-	return store.Attempt{ID: store.NewID(), TaskID: taskID, Branch: "pb/idle", Executor: "SHELL", Variant: "DEFAULT",
-		Dir: os.TempDir(), CreatedAt: now, UpdatedAt: now}
-}
 
 // ---- The guide's closed loop ----
 

@@ -22,10 +22,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
-	"github.com/plugboard/plugboard/host/policy"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // The caller-security tests attack the real binary where issue 11 found a
@@ -59,29 +58,29 @@ func newScopeWorld(t *testing.T) scopeWorld {
 	data, projectID := boardData(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b, err := board.Open(ctx, board.Config{DataDir: data})
+	b, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	run := func(title, script string) (string, string, board.StatusResult) {
-		task, err := b.CreateTask(ctx, board.CreateTaskArgs{ProjectID: projectID, Title: title, Description: script})
+	run := func(title, script string) (string, string, tasks.StatusOut) {
+		task, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: projectID, Title: title, Description: script})
 		if err != nil {
 			t.Fatal(err)
 		}
-		started, err := b.StartTaskAttempt(ctx, board.StartArgs{TaskID: task.TaskID, Executor: "shell"})
+		started, err := b.StartTaskAttempt(ctx, tasks.StartArgs{TaskID: task.TaskID, Executor: "shell"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for {
-			st, err := b.GetAttemptStatus(ctx, board.AttemptArgs{AttemptID: started.AttemptID})
+			st, err := b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: started.AttemptID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.State == board.StateCompleted {
+			if st.State == tasks.StateCompleted {
 				return task.TaskID, started.AttemptID, st
 			}
-			if st.State == board.StateFailed || ctx.Err() != nil {
+			if st.State == tasks.StateFailed || ctx.Err() != nil {
 				t.Fatalf("attempt %s did not complete: %+v", title, st)
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -89,7 +88,7 @@ func newScopeWorld(t *testing.T) scopeWorld {
 	}
 	w := scopeWorld{data: data, projectID: projectID}
 	w.mineTask, w.mineAttempt, _ = run("mine", "echo mine-content > out.txt; echo mine-log")
-	var theirs board.StatusResult
+	var theirs tasks.StatusOut
 	w.theirTask, w.theirAttempt, theirs = run("theirs", "echo theirs-secret > out.txt; echo theirs-secret-log")
 	w.theirSession, w.theirProcs = *theirs.LatestSessionID, *theirs.LatestExecutionProcessID
 	return w
@@ -339,8 +338,8 @@ func TestSecurityCallersWebPageCannotDriveTheServer(t *testing.T) {
 	}
 	// Nothing reached the board.
 	_, r := rest(t, s, "", `{"agentId":"local","toolName":"list_tasks","input":{"project_id":"`+projectID+`"}}`)
-	var tasks board.TasksResult
-	if !r.Success || json.Unmarshal(r.Data, &tasks) != nil || tasks.Count != 0 {
+	var list tasks.TasksOut
+	if !r.Success || json.Unmarshal(r.Data, &list) != nil || list.Count != 0 {
 		t.Fatalf("after the page's attempts the board has tasks: %v %s", r.Error, r.Data)
 	}
 	// A task the user made: the page cannot start an attempt on it.
@@ -356,7 +355,7 @@ func TestSecurityCallersWebPageCannotDriveTheServer(t *testing.T) {
 		t.Errorf("page start_task_attempt: %d %s", status, shorten(body, 200))
 	}
 	_, r = rest(t, s, "", `{"agentId":"local","toolName":"list_task_attempts","input":{"task_id":"`+task.TaskID+`"}}`)
-	var attempts board.AttemptsResult
+	var attempts tasks.AttemptsOut
 	if !r.Success || json.Unmarshal(r.Data, &attempts) != nil || len(attempts.Attempts) != 0 {
 		t.Errorf("the page started an attempt: %v %s", r.Error, r.Data)
 	}
@@ -779,7 +778,7 @@ func TestSecurityCallersRESTMismatchRecorded(t *testing.T) {
 	if status != http.StatusForbidden || r.Error == nil || r.Error.Code != abi.CodePermissionDenied {
 		t.Fatalf("impersonation: %d %+v", status, r)
 	}
-	var found *store.Decision
+	var found *plughost.Decision
 	deadline := time.Now().Add(10 * time.Second)
 	for found == nil {
 		out, err := exec.Command(buildtest.Binary(t), "audit", "tail", "--data", data, "--agent", "worker1", "--json").CombinedOutput()
@@ -787,7 +786,7 @@ func TestSecurityCallersRESTMismatchRecorded(t *testing.T) {
 			t.Fatalf("audit tail: %v\n%s", err, out)
 		}
 		for line := range strings.Lines(string(out)) {
-			var d store.Decision
+			var d plughost.Decision
 			if json.Unmarshal([]byte(line), &d) == nil && d.Tool == "echo" && d.ErrorCode == abi.CodePermissionDenied {
 				found = &d
 			}
@@ -799,7 +798,7 @@ func TestSecurityCallersRESTMismatchRecorded(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	if found.AgentType != policy.Worker || !strings.Contains(string(found.Error), "boss") || strings.Contains(string(found.Input), "impersonated") {
+	if found.AgentType != "WORKER" || !strings.Contains(string(found.Error), "boss") || strings.Contains(string(found.Input), "impersonated") {
 		t.Errorf("entry = %+v (error %s, input %s)", found, found.Error, found.Input)
 	}
 }

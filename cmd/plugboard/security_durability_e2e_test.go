@@ -18,8 +18,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/board/store"
-	"github.com/plugboard/plugboard/host/policy"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // The security and durability tests attack the real binary where issue 11
@@ -74,12 +73,12 @@ func TestSecurityDurabilityCrashExactlyOnce(t *testing.T) {
 	}
 	body := func(i int) string {
 		return fmt.Sprintf(`{"agentId":%q,"toolName":"create_task","input":{"project_id":%q,"title":"crash %02d","request_id":"crash-%02d"}}`,
-			policy.LocalID, projectID, i, i)
+			plughost.LocalID, projectID, i, i)
 	}
 	s := serve()
 	// Compile the plugin first, with a call that creates nothing.
 	if r, err := postREST(s.url, fmt.Sprintf(`{"agentId":%q,"toolName":"create_task","input":{"project_id":"00000000-0000-4000-8000-000000000000","title":"warm"}}`,
-		policy.LocalID)); err != nil || r.Error == nil || r.Error.Code != abi.CodeNotFound {
+		plughost.LocalID)); err != nil || r.Error == nil || r.Error.Code != abi.CodeNotFound {
 		t.Fatalf("warm-up: %+v %v", r, err)
 	}
 
@@ -124,17 +123,10 @@ func TestSecurityDurabilityCrashExactlyOnce(t *testing.T) {
 	wg.Wait()
 	<-s.exited
 
-	st, err := store.Open(context.Background(), filepath.Join(data, "board.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	countTasks := func() int {
-		tasks, err := st.ListTasks(context.Background(), projectID, "", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(tasks)
+		var n int
+		sqlQuery(t, data, `SELECT COUNT(*) FROM tasks WHERE project_id = '`+projectID+`'`, &n)
+		return n
 	}
 	var inFlight int
 	sqlQuery(t, data, `SELECT COUNT(*) FROM idempotency_records WHERE state = 'in_progress'`, &inFlight)
@@ -272,15 +264,15 @@ func TestSecurityDurabilityDecisionLogBounded(t *testing.T) {
 	}
 	srv.session.Close() // the log is written before the server exits
 
-	st, err := store.Open(ctx, filepath.Join(data, "board.db"))
+	st, err := plughost.DecisionLog(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.ListDecisions(ctx, store.DecisionFilter{Tool: "echo", Limit: 1000})
+	rows, err := st.Decisions(ctx, plughost.DecisionFilter{Tool: "echo", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bigRow *store.Decision
+	var bigRow *plughost.Decision
 	for i := range rows {
 		if len(rows[i].Input) > 2048 || len(rows[i].Result) > 2048 {
 			t.Errorf("row %s stores %d bytes of input and %d of result, over the 1 KiB cap", rows[i].ID, len(rows[i].Input), len(rows[i].Result))
@@ -316,7 +308,7 @@ func TestSecurityDurabilityDecisionLogBounded(t *testing.T) {
 	srv = startServer(t, dir, flags...)
 	srv.call(t, ctx, "echo", map[string]any{"text": "after restart"})
 	srv.session.Close()
-	st, err = store.Open(ctx, filepath.Join(data, "board.db"))
+	st, err = plughost.DecisionLog(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +319,7 @@ func TestSecurityDurabilityDecisionLogBounded(t *testing.T) {
 	if total > 64<<10 || count == 0 || count > 100 {
 		t.Fatalf("after the restart the log holds %d rows, %d payload bytes; want at most 64 KiB", count, total)
 	}
-	newest, _ := st.ListDecisions(ctx, store.DecisionFilter{Tool: "echo", Limit: 1})
+	newest, _ := st.Decisions(ctx, plughost.DecisionFilter{Tool: "echo", Limit: 1})
 	if len(newest) != 1 || !strings.Contains(string(newest[0].Input), "after restart") {
 		t.Fatalf("the newest row was pruned: %+v", newest)
 	}
@@ -347,7 +339,7 @@ func TestSecurityDurabilityReviewDefects(t *testing.T) {
 		if list := e.ok("project", "list"); strings.Contains(list, "X") {
 			t.Fatalf("a refused project create left the project behind:\n%s", list)
 		}
-		var p store.Project
+		var p plughost.Project
 		e.json(&p, "project", "create", "X", "--repo", a)
 		if len(p.Repos) != 1 {
 			t.Fatalf("project %+v", p)
@@ -357,7 +349,7 @@ func TestSecurityDurabilityReviewDefects(t *testing.T) {
 		e := newBoardEnv(t)
 		a := boardRepo(t, "app")
 		e.ok("project", "create", "P", "--repo", a)
-		var p store.Project
+		var p plughost.Project
 		e.json(&p, "repo", "add", "P", "--repo", a, "--name", "web")
 		if len(p.Repos) != 1 || p.Repos[0].Name != "web" {
 			t.Fatalf("repo add --name web: %+v", p.Repos)

@@ -10,16 +10,11 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	plughost "github.com/plugboard/plugboard/host"
-	"github.com/plugboard/plugboard/host/mcpserver"
-	"github.com/plugboard/plugboard/host/policy"
 )
 
 // serveCommand is the serve row of the command table.
@@ -53,7 +48,7 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 		hc.tokenFileFrom = hf.conf.File + ": http.token_file " + hc.tokenFile
 	}
 	var ln net.Listener
-	var httpOpts mcpserver.HTTPOptions
+	var httpOpts plughost.HTTPOptions
 	if hc.addr != "" {
 		if ln, httpOpts, err = hc.listen(pol.Tokens()); err != nil {
 			return err
@@ -84,33 +79,28 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	// tokens) is --agent or the local identity; a bearer token's identity
 	// is its agent (or local, for --http-token). tools/list shows each only
 	// what it may call.
-	mopts := h.ServerOptions("plugboard", version)
-	srv := h.Server(mopts)
 	if warm {
-		h.Registry().Warm(ctx, 1, h.Logger())
+		h.Warm(ctx)
 	}
-	go h.Registry().Watch(ctx, watch)
+	go h.Watch(ctx, watch)
 	if ln == nil {
-		err = srv.Run(ctx, &mcp.StdioTransport{})
+		err = h.ServeStdio(ctx, "plugboard", version)
 		if ctx.Err() != nil {
 			return nil // interrupted: a normal way to stop a server
 		}
 		return err
 	}
-	httpOpts.Logger = h.Logger()
-	httpOpts.ShutdownGrace = plughost.ShutdownGrace
-	httpOpts.Execute = mcpserver.REST(h.Dispatcher(), mopts)
-	hs := mcpserver.NewHTTP(srv, httpOpts)
+	httpOpts.Name, httpOpts.Version = "plugboard", version
 	auth := "none"
-	if httpOpts.Authenticate != nil {
+	if len(httpOpts.Tokens) > 0 {
 		auth = "bearer token"
 	}
-	h.Logger().Info("HTTP transport", "loopback", httpOpts.Loopback, "auth", auth, "read_timeout", hc.readTimeout,
+	h.Logger().Info("HTTP transport", "loopback", isLoopback(ln), "auth", auth, "read_timeout", hc.readTimeout,
 		"session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions)
 	// One parseable line: tests and scripts read the URL (and so the port
 	// chosen for ADDR:0) from it.
-	fmt.Fprintf(stderr, "plugboard: serving MCP over HTTP at http://%s%s\n", ln.Addr(), mcpserver.MCPPath)
-	return hs.Serve(ctx, ln)
+	fmt.Fprintf(stderr, "plugboard: serving MCP over HTTP at http://%s%s\n", ln.Addr(), plughost.MCPPath)
+	return h.ServeHTTP(ctx, ln, httpOpts)
 }
 
 // httpFlags select the streamable HTTP transport. The configuration
@@ -121,7 +111,7 @@ type httpFlags struct {
 	// command line (the configuration file), for errors.
 	tokenFileFrom string
 	// readTimeout, sessionIdle and maxSessions bound what one client can
-	// hold (mcpserver.HTTPOptions).
+	// hold (host.HTTPOptions).
 	readTimeout, sessionIdle time.Duration
 	maxSessions              int
 }
@@ -134,9 +124,9 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "http", "", "serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080; port 0 picks a free one)")
 	fs.StringVar(&f.token, "http-token", "", "bearer token of the local SUPERVISOR identity over HTTP (default: $"+envHTTPToken+"); a token (this or an agent's from --agents) is required unless ADDR is loopback")
 	fs.StringVar(&f.tokenFile, "http-token-file", "", "read the bearer token from FILE (surrounding whitespace ignored)")
-	fs.DurationVar(&f.readTimeout, "http-read-timeout", mcpserver.DefaultReadTimeout, "time a client has to send one request's headers and body; a slower one loses its connection")
-	fs.DurationVar(&f.sessionIdle, "http-session-idle", mcpserver.DefaultSessionIdle, "end an MCP session after this long without a request (0: never)")
-	fs.IntVar(&f.maxSessions, "http-max-sessions", mcpserver.DefaultMaxSessions, "MCP sessions one identity may hold; opening another ends its least recently used idle one (0: no cap)")
+	fs.DurationVar(&f.readTimeout, "http-read-timeout", plughost.DefaultHTTPReadTimeout, "time a client has to send one request's headers and body; a slower one loses its connection")
+	fs.DurationVar(&f.sessionIdle, "http-session-idle", plughost.DefaultHTTPSessionIdle, "end an MCP session after this long without a request (0: never)")
+	fs.IntVar(&f.maxSessions, "http-max-sessions", plughost.DefaultHTTPMaxSessions, "MCP sessions one identity may hold; opening another ends its least recently used idle one (0: no cap)")
 }
 
 // listen opens ADDR and returns the transport's options: DNS-rebinding
@@ -144,18 +134,18 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 // set — the --http-token (the local identity) or an agent's (agentTokens,
 // token → agent id). Without any, a non-loopback address is refused
 // (exit 2).
-func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserver.HTTPOptions, error) {
-	var opts mcpserver.HTTPOptions
+func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, plughost.HTTPOptions, error) {
+	var opts plughost.HTTPOptions
 	token, from, err := f.resolveToken()
 	if err != nil {
 		return nil, opts, err
 	}
 	// A short token is refused outright, not warned about: a warning in a
 	// log nobody reads leaves the server guessable. Agents-file tokens are
-	// checked when the file is read (host/policy).
-	if n := len(token); token != "" && n < policy.MinTokenLength {
+	// checked when the file is read (host/internal/policy).
+	if n := len(token); token != "" && n < plughost.MinTokenLength {
 		return nil, opts, &exitError{code: 2, err: fmt.Errorf("%s: the bearer token is %d characters; it needs at least %d random ones (e.g. openssl rand -hex 32)",
-			from, n, policy.MinTokenLength)}
+			from, n, plughost.MinTokenLength)}
 	}
 	switch {
 	case f.readTimeout <= 0:
@@ -179,7 +169,7 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserv
 		if id, taken := tokens[token]; taken {
 			return nil, opts, &exitError{code: 2, err: fmt.Errorf("the --http-token is also agent %s's token; give each its own", id)}
 		}
-		tokens[token] = policy.LocalID
+		tokens[token] = plughost.LocalID
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -190,11 +180,9 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, mcpserv
 		ln.Close()
 		return nil, opts, fmt.Errorf("--http %s: not a TCP address", f.addr)
 	}
-	opts.Loopback = tcp.IP.IsLoopback()
-	opts.Port = strconv.Itoa(tcp.Port)
 	if len(tokens) > 0 {
-		opts.Authenticate = mcpserver.Tokens(tokens)
-	} else if !opts.Loopback {
+		opts.Tokens = tokens
+	} else if !tcp.IP.IsLoopback() {
 		ln.Close()
 		return nil, opts, &exitError{code: 2, err: fmt.Errorf("--http %s listens beyond this machine (%s), so it needs a bearer token: "+
 			"give agents tokens in --agents FILE, or set --http-token-file FILE, --http-token TOKEN or $%s, or listen on 127.0.0.1", f.addr, tcp.IP, envHTTPToken)}
@@ -232,4 +220,10 @@ func (f *httpFlags) resolveToken() (string, string, error) {
 		return "", "", &exitError{code: 2, err: errors.New(from + ": the token must be printable ASCII without spaces")}
 	}
 	return token, from, nil
+}
+
+// isLoopback reports whether ln listens on a loopback address.
+func isLoopback(ln net.Listener) bool {
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

@@ -17,9 +17,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance/scenario"
-	"github.com/plugboard/plugboard/host/board/executor"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // cli is one coding-agent CLI under test and what it must say without
@@ -75,7 +76,13 @@ func TestAgentCLIs(t *testing.T) {
 	}
 	bin := buildtest.Binary(t)
 	plugins, _ := buildtest.Plugins(t, "plugins/tasks-read", "plugins/tasks-control")
-	registry, err := executor.Load("")
+	// The built-in profiles, as the board lists them.
+	profiles, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	executors, err := profiles.ListExecutors(ctx)
+	profiles.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,14 +148,14 @@ func TestAgentCLIs(t *testing.T) {
 	var jobs []job
 	stopTasks := map[string]string{}
 	for _, c := range clis {
-		p, ok := registry.Get(c.executor)
-		if !ok {
+		i := slices.IndexFunc(executors.Executors, func(e tasks.Executor) bool { return e.Executor == c.executor })
+		if i < 0 {
 			t.Fatalf("no built-in profile %s", c.executor)
 		}
-		if p.VerifiedWith == "" {
+		if profiles.ExecutorVerifiedWith(c.executor) == "" {
 			t.Errorf("%s records no CLI version it was verified with", c.executor)
 		}
-		for _, v := range p.VariantNames() {
+		for _, v := range executors.Executors[i].Variants {
 			jobs = append(jobs, job{cli: c, variant: v, task: newTask(c.executor + " " + v)})
 		}
 		stopTasks[c.executor] = newTask(c.executor + " stop")

@@ -1,6 +1,6 @@
 // Package agents checks the built-in executor profiles against the real
 // coding-agent CLIs: Claude Code, Codex, Gemini CLI, OpenCode and Qwen Code
-// at the versions each profile records (executor.Profile.VerifiedWith),
+// at the versions each profile records (the profile's verified_with),
 // pinned by package-lock.json beside this file and installed by install.sh
 // into .cache/agent-clis (Install).
 //

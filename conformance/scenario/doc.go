@@ -3,7 +3,7 @@
 // through the real `plugboard serve` over stdio with the plugins under test,
 // on an ephemeral board. It speaks to the server only as an MCP client does
 // (tools/list, tools/call) and sets the board up only as a person does
-// (host/board: a project over a git repository); it must not know plugin
+// (host/internal/board: a project over a git repository); it must not know plugin
 // internals, so a team that replaces a first-party plugin can prove with the
 // same pack that the spec still holds. `plugboard conformance --scenarios`
 // runs it through CLI (Main is the same as a function); conformance/scenarios
@@ -15,7 +15,7 @@
 // scenario gets a temporary directory holding a data directory (its
 // compiled/ a link to one compiled-code cache for the whole run, so plugins
 // compile once), a git repository committed on branch main, a project over
-// it created with host/board, optionally an idle attempt, and its own
+// it created with host/internal/board, optionally an idle attempt, and its own
 // server: `plugboard serve --data DIR --plugins ... SERVE_ARGS`, its stderr
 // kept as server.log. The server's environment drops PLUGBOARD_DATA,
 // PLUGBOARD_ATTEMPT_ID and GIT_DIR-like variables, so a run inside an

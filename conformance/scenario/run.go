@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/store"
+	"github.com/plugboard/plugboard/abi/tasks"
+	"github.com/plugboard/plugboard/host"
 )
 
 // Options configure a run.
@@ -407,19 +407,19 @@ func makeRepo(ctx context.Context, repo string, files map[string]string) error {
 // the setup's idle attempt, and defines the setup variables. It returns
 // the attempt's id, if any.
 func makeBoard(ctx context.Context, data, repo string, setup Setup, vs *vars) (string, error) {
-	b, err := board.Open(ctx, board.Config{DataDir: data})
+	b, err := host.OpenBoard(ctx, host.BoardConfig{DataDir: data})
 	if err != nil {
 		return "", err
 	}
 	defer b.Close()
-	spec := board.RepoSpec{Path: repo}
+	spec := host.RepoSpec{Path: repo}
 	if spec.SetupScript, err = vs.str(setup.SetupScript); err != nil {
 		return "", fmt.Errorf("setup_script: %w", err)
 	}
 	if spec.CleanupScript, err = vs.str(setup.CleanupScript); err != nil {
 		return "", fmt.Errorf("cleanup_script: %w", err)
 	}
-	p, err := b.CreateProject(ctx, setup.Project, []board.RepoSpec{spec})
+	p, err := b.CreateProject(ctx, setup.Project, []host.RepoSpec{spec})
 	if err != nil {
 		return "", fmt.Errorf("create project: %w", err)
 	}
@@ -435,21 +435,19 @@ func makeBoard(ctx context.Context, data, repo string, setup Setup, vs *vars) (s
 	if title == "" {
 		title = "Idle"
 	}
-	task, err := b.CreateTask(ctx, board.CreateTaskArgs{ProjectID: p.ID, Title: title})
+	task, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: p.ID, Title: title})
 	if err != nil {
 		return "", fmt.Errorf("create task: %w", err)
 	}
 	// An attempt as it is between its creation and its first process: no
 	// worktree, session or process.
-	now := store.Now()
-	a := store.Attempt{ID: store.NewID(), TaskID: task.TaskID, Branch: "pb/conformance-idle", Executor: "SHELL",
-		Variant: "DEFAULT", Dir: filepath.Join(filepath.Dir(data), "idle-attempt"), CreatedAt: now, UpdatedAt: now}
-	if err := b.Store().CreateAttempt(ctx, a, nil); err != nil {
+	id, err := b.RecordIdleAttempt(ctx, task.TaskID, "pb/conformance-idle", filepath.Join(filepath.Dir(data), "idle-attempt"))
+	if err != nil {
 		return "", fmt.Errorf("record the idle attempt: %w", err)
 	}
 	vs.set("task_id", task.TaskID)
-	vs.set("attempt_id", a.ID)
-	return a.ID, nil
+	vs.set("attempt_id", id)
+	return id, nil
 }
 
 // tailWriter writes through to w and keeps the last max bytes.

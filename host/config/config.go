@@ -8,8 +8,8 @@
 // The file holds what the flags, the agents, grants and executors files and
 // the PLUGBOARD_IDEMPOTENCY_* variables say, one section each (see Config).
 // What a setting means belongs to the package it configures: the agents
-// section is host/policy's agents file, grants host/grants', executors
-// host/board/executor's profiles, and the other values are checked here as
+// section is host/internal/policy's agents file, grants host/internal/grants', executors
+// host/internal/board/executor's profiles, and the other values are checked here as
 // their flags would check them. Apply layers the file under a command's
 // flags; the sections with no flag value are taken by the command unless
 // their file flag (--agents, --grants, --executors) was given.
@@ -32,13 +32,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/plugboard/plugboard/host/board"
-	"github.com/plugboard/plugboard/host/board/executor"
-	"github.com/plugboard/plugboard/host/board/gitops"
-	"github.com/plugboard/plugboard/host/config/jsonfile"
-	"github.com/plugboard/plugboard/host/grants"
-	"github.com/plugboard/plugboard/host/idempotency"
-	"github.com/plugboard/plugboard/host/policy"
+	"github.com/plugboard/plugboard/host/internal/board"
+	"github.com/plugboard/plugboard/host/internal/board/executor"
+	"github.com/plugboard/plugboard/host/internal/board/gitops"
+	"github.com/plugboard/plugboard/host/internal/grants"
+	"github.com/plugboard/plugboard/host/internal/idempotency"
+	"github.com/plugboard/plugboard/host/internal/jsonfile"
+	"github.com/plugboard/plugboard/host/internal/policy"
 )
 
 // Environment variables the configuration reads.

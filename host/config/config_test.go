@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugboard/plugboard/host/idempotency"
+	"github.com/plugboard/plugboard/host/internal/idempotency"
 )
 
 // readmeExample is the first JSON block of README.md's "Configuration"
@@ -87,7 +87,7 @@ func TestReadmeExample(t *testing.T) {
 }
 
 // TestErrorsNameFileLineColumnAndField: the example of the issue — a
-// section's own check (host/policy's agent types) is placed in the
+// section's own check (host/internal/policy's agent types) is placed in the
 // configuration file.
 func TestErrorsNameFileLineColumnAndField(t *testing.T) {
 	file := `{

@@ -4,7 +4,7 @@ package main
 // not plus if/then/else (never a root oneOf/anyOf/allOf, which the
 // Anthropic API refuses), and every string is bounded so oversized input
 // is refused by the schema rather than at the host call. The bounds match
-// host/mail and host/boardapi.
+// host/internal/mail and host/internal/boardapi.
 
 const schemaMailSend = `{
   "type": "object",

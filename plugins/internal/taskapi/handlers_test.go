@@ -23,8 +23,8 @@ type boardCall struct {
 	Error  *abi.Envelope   `json:"error,omitempty"`
 }
 
-// handlerCase is a tool call recorded against the real board (host/board
-// through host/boardapi, SHELL executor, a one-repo project): the
+// handlerCase is a tool call recorded against the real board (host/internal/board
+// through host/internal/boardapi, SHELL executor, a one-repo project): the
 // arguments, the board operations the tool made and their answers, and the
 // tool's result.
 type handlerCase struct {
@@ -95,7 +95,7 @@ func jsonEqual(a, b []byte) bool {
 
 // TestHandlersReplay calls each tool as recorded: the tool must make the
 // same board operations with the same arguments (field names of the
-// host/board argument types, request_id never among them) and give the
+// host/internal/board argument types, request_id never among them) and give the
 // same result, which must validate against its output schema.
 func TestHandlersReplay(t *testing.T) {
 	_, tools := manifest(t)

@@ -27,7 +27,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugboard/plugboard/host/board"
+	plughost "github.com/plugboard/plugboard/host"
 )
 
 // demoTimeout bounds the whole demo; it normally takes 10 to 20 seconds.
@@ -308,11 +308,11 @@ func (d *demo) setUp(ctx context.Context) error {
 			return fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	b, err := board.Open(ctx, board.Config{DataDir: d.data})
+	b, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: d.data})
 	if err != nil {
 		return err
 	}
-	p, err := b.CreateProject(ctx, "demo", []board.RepoSpec{{Path: d.repo}})
+	p, err := b.CreateProject(ctx, "demo", []plughost.RepoSpec{{Path: d.repo}})
 	if cerr := b.Close(); err == nil {
 		err = cerr
 	}

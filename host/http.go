@@ -1,0 +1,62 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/plugboard/plugboard/host/internal/mcpserver"
+)
+
+// HTTP transport defaults and paths.
+const (
+	// MCPPath is where streamable HTTP MCP is served.
+	MCPPath = mcpserver.MCPPath
+	// DefaultHTTPReadTimeout, DefaultHTTPSessionIdle and
+	// DefaultHTTPMaxSessions are HTTPOptions' zero values.
+	DefaultHTTPReadTimeout = mcpserver.DefaultReadTimeout
+	DefaultHTTPSessionIdle = mcpserver.DefaultSessionIdle
+	DefaultHTTPMaxSessions = mcpserver.DefaultMaxSessions
+)
+
+// HTTPOptions configure ServeHTTP.
+type HTTPOptions struct {
+	// Name and Version are the server's, as clients see them.
+	Name, Version string
+	// Tokens maps each bearer token to the agent it authenticates (LocalID
+	// for the operator). Without tokens requests are not authenticated:
+	// the caller decides whether the listener may then be reached from
+	// beyond this machine.
+	Tokens map[string]string
+	// ReadTimeout is how long a client has to send one request's headers
+	// and body; SessionIdle ends an MCP session without requests for this
+	// long; MaxSessions caps the sessions one identity holds. Zero is the
+	// default, negative none (ReadTimeout must not be negative).
+	ReadTimeout, SessionIdle time.Duration
+	MaxSessions              int
+}
+
+// ServeHTTP serves MCP over streamable HTTP at MCPPath (and the REST
+// route) on ln until ctx ends, then lets requests in flight finish within
+// ShutdownGrace. A loopback listener gets DNS-rebinding protection.
+func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	if !ok {
+		return fmt.Errorf("serve HTTP on %s: not a TCP address", ln.Addr())
+	}
+	if opts.ReadTimeout < 0 {
+		return fmt.Errorf("serve HTTP: negative read timeout %v", opts.ReadTimeout)
+	}
+	mopts := h.serverOptions(opts.Name, opts.Version)
+	hopts := mcpserver.HTTPOptions{
+		Loopback: tcp.IP.IsLoopback(), Port: strconv.Itoa(tcp.Port),
+		Logger: h.log, ShutdownGrace: ShutdownGrace, Execute: mcpserver.REST(h.dispatcher, mopts),
+		ReadTimeout: opts.ReadTimeout, SessionIdle: opts.SessionIdle, MaxSessions: opts.MaxSessions,
+	}
+	if len(opts.Tokens) > 0 {
+		hopts.Authenticate = mcpserver.Tokens(opts.Tokens)
+	}
+	return mcpserver.NewHTTP(h.server(mopts), hopts).Serve(ctx, ln)
+}

@@ -1,0 +1,376 @@
+package board
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/plugboard/plugboard/host/internal/board/executor"
+	"github.com/plugboard/plugboard/host/internal/board/procsup"
+	"github.com/plugboard/plugboard/host/internal/board/store"
+)
+
+// errClosed refuses new processes once Close has begun.
+var errClosed = errors.New("board: closing, no new processes")
+
+// run is one process this host supervises.
+type run struct {
+	row  store.Process
+	proc *procsup.Process
+	// recorded is closed once the process's end is in the store and its
+	// follow-on work (next script, queued follow-up) has been started.
+	recorded chan struct{}
+	// timedOut holds why the watchdog stopped the run (an inactivity or
+	// run timeout), so its end is recorded as a failure with that reason
+	// rather than as a stop someone asked for.
+	timedOut atomic.Pointer[string]
+}
+
+// spawnSpec describes a process to start.
+type spawnSpec struct {
+	attempt   store.Attempt
+	sessionID *string
+	reason    string
+	dir       string
+	argv      []string
+	stdin     string
+	format    string // executor output format, for the normaliser
+	prompt    string // the turn's prompt, for coding agents
+	env       []string
+	// Limits of a coding-agent run (zero: none): no progress for
+	// inactivity, or running longer than runTimeout, stops it as failed.
+	inactivity, runTimeout time.Duration
+	// resumeMissing lists the texts by which the CLI says the session a
+	// resumed run asked for does not exist (executor.Profile.ResumeMissing).
+	resumeMissing []string
+	// onExit runs after the end is recorded, with the final row.
+	onExit func(store.Process)
+	// onResumeMissing, when set, runs instead of onExit for a run that
+	// failed after printing one of resumeMissing.
+	onResumeMissing func(store.Process)
+}
+
+// spawn records a process, starts it and supervises it in the background.
+// A process that cannot start is recorded as failed, with the reason as an
+// error_message entry, and onExit still runs: to an agent it is a run that
+// failed at once, visible through the usual status and log tools.
+func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return store.Process{}, errClosed
+	}
+	row := store.Process{AttemptID: s.attempt.ID, SessionID: s.sessionID, RunReason: s.reason,
+		Command: commandLine(s.argv), Owner: b.owner}
+	if err := b.store.CreateProcess(ctx, &row); err != nil {
+		return store.Process{}, fmt.Errorf("record process: %w", err)
+	}
+	if s.reason == store.ReasonCodingAgent && s.sessionID != nil {
+		if _, err := b.store.AddTurn(ctx, *s.sessionID, row.ID, s.prompt); err != nil {
+			return store.Process{}, fmt.Errorf("record turn: %w", err)
+		}
+	}
+	b.store.TouchAttempt(ctx, s.attempt.ID)
+	pump := newLogPump(b, row.ID, executor.NewNormalizer(s.format))
+	pump.resumeMissing = s.resumeMissing
+	// s.env is the whole environment (processEnv): the host's own is not
+	// inherited, so its secrets stay out.
+	proc, err := procsup.Start(ctx, procsup.Spec{Dir: s.dir, Argv: s.argv, Env: s.env, NoInheritEnv: true, Stdin: s.stdin}, pump.onLine)
+	if err != nil {
+		pump.note("error_message", "process did not start: "+err.Error())
+		pump.close()
+		b.store.FinishProcess(context.WithoutCancel(ctx), row.ID, store.ProcFailed, nil, "start failed: "+err.Error())
+		final, _ := b.store.GetProcess(context.WithoutCancel(ctx), row.ID)
+		b.chainStarted()
+		go func() {
+			defer b.chainDone()
+			if s.onExit != nil {
+				s.onExit(final)
+			}
+		}()
+		return final, nil
+	}
+	// The handle, not just the identity: recovery and other hosts end the
+	// whole tree from it.
+	b.store.SetProcessPID(ctx, row.ID, proc.PID(), proc.Handle())
+	row.PID = proc.PID()
+	r := &run{row: row, proc: proc, recorded: make(chan struct{})}
+	b.mu.Lock()
+	b.running[row.ID] = r
+	b.mu.Unlock()
+	b.chainStarted()
+	go b.supervise(r, pump, s)
+	if s.inactivity > 0 || s.runTimeout > 0 {
+		go b.watch(r, pump, s)
+	}
+	b.log.Info("process started", "execution_process_id", row.ID, "attempt_id", row.AttemptID, "run_reason", row.RunReason, "pid", row.PID)
+	return row, nil
+}
+
+// supervise waits for a process to end and records how it ended.
+func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
+	defer b.chainDone()
+	ctx := context.Background()
+	<-r.proc.Done()
+	res := r.proc.Result()
+	pump.close()
+	status, reason := store.ProcFailed, ""
+	var exit *int
+	timedOut := r.timedOut.Load()
+	switch {
+	case timedOut != nil:
+		reason = *timedOut
+	case res.StoppedBy != "":
+		status, reason = store.ProcKilled, "stopped ("+res.StoppedBy+")"
+	case res.Signal != "":
+		reason = "signal: " + res.Signal
+	case res.ExitCode == 0 && res.Err == nil:
+		status = store.ProcCompleted
+	}
+	// A run the watchdog stopped did not exit on its own: its exit code
+	// (whatever the CLI does on SIGTERM) would only confuse the summary.
+	if res.Signal == "" && res.ExitCode >= 0 && timedOut == nil {
+		code := res.ExitCode
+		exit = &code
+	}
+	if res.Err != nil && reason == "" {
+		reason = res.Err.Error()
+	}
+	if s.reason == store.ReasonCodingAgent {
+		if summary := pump.norm.Summary(); summary != "" {
+			b.store.SetTurnSummary(ctx, r.row.ID, summary)
+		}
+		if id := pump.norm.AgentSessionID(); id != "" && s.sessionID != nil {
+			b.store.SetAgentSessionID(ctx, *s.sessionID, id)
+		}
+		if status == store.ProcFailed {
+			reason = withAgentReason(reason, pump.norm.FailureReason())
+		}
+	}
+	if err := b.store.FinishProcess(ctx, r.row.ID, status, exit, reason); err != nil {
+		b.log.Error("record process end", "execution_process_id", r.row.ID, "err", err)
+	}
+	b.store.TouchAttempt(ctx, r.row.AttemptID)
+	b.log.Info("process ended", "execution_process_id", r.row.ID, "status", status, "exit_code", res.ExitCode, "reason", reason)
+	b.mu.Lock()
+	delete(b.running, r.row.ID)
+	b.mu.Unlock()
+	final, err := b.store.GetProcess(ctx, r.row.ID)
+	if err != nil {
+		final = r.row
+		final.Status = status
+	}
+	switch {
+	case s.onResumeMissing != nil && status == store.ProcFailed && pump.sawResumeMissing.Load():
+		s.onResumeMissing(final)
+	case s.onExit != nil:
+		s.onExit(final)
+	}
+	close(r.recorded)
+}
+
+// withAgentReason joins the host's reason for a failure (a timeout, a
+// signal; "" when the agent just exited non-zero) with the agent's own
+// account of it, so failure_summary says "Not logged in", not only an exit
+// code.
+func withAgentReason(reason, agent string) string {
+	switch {
+	case agent == "":
+		return reason
+	case reason == "":
+		return agent
+	default:
+		return reason + "; the agent's last report: " + agent
+	}
+}
+
+// watch stops a coding-agent run that makes no progress for s.inactivity
+// or runs longer than s.runTimeout, recording why first.
+func (b *Board) watch(r *run, pump *logPump, s spawnSpec) {
+	started := time.Now()
+	shortest := s.inactivity
+	if shortest == 0 || (s.runTimeout > 0 && s.runTimeout < shortest) {
+		shortest = s.runTimeout
+	}
+	tick := time.NewTicker(min(max(shortest/10, 50*time.Millisecond), time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.proc.Done():
+			return
+		case now := <-tick.C:
+			var why string
+			switch {
+			case s.runTimeout > 0 && now.Sub(started) >= s.runTimeout:
+				why = fmt.Sprintf("ran longer than the run timeout (%s)", s.runTimeout)
+			case s.inactivity > 0 && now.Sub(pump.lastProgress()) >= s.inactivity:
+				why = fmt.Sprintf("no progress for %s (inactivity timeout; warnings and retry notices do not count)", s.inactivity)
+			default:
+				continue
+			}
+			r.timedOut.Store(&why)
+			b.log.Warn("agent run timed out", "execution_process_id", r.row.ID, "attempt_id", r.row.AttemptID, "reason", why)
+			r.proc.Stop(false, b.cfg.StopGrace)
+			return
+		}
+	}
+}
+
+// commandLine renders argv for the process record, quoting where needed.
+func commandLine(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`|&;<>()*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts[i] = a
+	}
+	line := strings.Join(parts, " ")
+	const max = 2048
+	if len(line) > max {
+		line = line[:max] + "…"
+	}
+	return line
+}
+
+// Log capture: every line becomes one raw entry and zero or more
+// normalised entries. Entries go through a bounded channel to one writer
+// that appends them in batches, so a chatty process costs one transaction
+// per batch, not per line, and a slow disk slows the child (its pipe
+// fills) instead of growing memory.
+const (
+	logQueue      = 1024
+	logBatch      = 512
+	logFlushEvery = 50 * time.Millisecond
+)
+
+type logPump struct {
+	b          *Board
+	processID  string
+	norm       executor.Normalizer
+	rawN, nrmN int64
+	rows       chan store.LogRow
+	done       chan struct{}
+	// progress is when the process last showed progress (unix nanos):
+	// any output but warnings, retry notices and stack frames.
+	progress atomic.Int64
+	// resumeMissing are the texts that say a resumed agent session does
+	// not exist; sawResumeMissing is set once a line carried one.
+	resumeMissing    []string
+	sawResumeMissing atomic.Bool
+}
+
+func newLogPump(b *Board, processID string, norm executor.Normalizer) *logPump {
+	p := &logPump{b: b, processID: processID, norm: norm, rows: make(chan store.LogRow, logQueue), done: make(chan struct{})}
+	p.progress.Store(time.Now().UnixNano())
+	go p.write()
+	return p
+}
+
+func (p *logPump) lastProgress() time.Time { return time.Unix(0, p.progress.Load()) }
+
+// rawEntry is the shape of a raw-channel entry.
+type rawEntry struct {
+	Timestamp string `json:"timestamp"`
+	Stream    string `json:"stream"`
+	Content   string `json:"content"`
+}
+
+// onLine is procsup's callback; procsup serialises calls, so the counters
+// need no lock.
+func (p *logPump) onLine(stream procsup.Stream, line []byte) {
+	now := time.Now()
+	raw, _ := json.Marshal(rawEntry{Timestamp: now.UTC().Format(time.RFC3339Nano), Stream: string(stream), Content: string(line)})
+	p.rows <- store.LogRow{ProcessID: p.processID, Channel: store.ChannelRaw, Index: p.rawN, Entry: raw}
+	p.rawN++
+	entries := p.norm.Line(string(stream), line, now)
+	if isProgress(stream, entries) {
+		p.progress.Store(now.UnixNano())
+	}
+	if !p.sawResumeMissing.Load() {
+		for _, text := range p.resumeMissing {
+			if bytes.Contains(line, []byte(text)) {
+				p.sawResumeMissing.Store(true)
+			}
+		}
+	}
+	p.emit(entries)
+}
+
+// isProgress says whether a line shows the agent getting on with its work:
+// an entry other than a warning, or a stdout event the normaliser folds
+// into a later entry. Warnings, retry notices and stack frames (stderr
+// lines that make no entry) do not count, so an agent that only retries an
+// unreachable service reaches its inactivity timeout.
+func isProgress(stream procsup.Stream, entries []executor.Entry) bool {
+	if len(entries) == 0 {
+		return stream == procsup.Stdout
+	}
+	for _, e := range entries {
+		if !executor.IsWarning(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *logPump) emit(entries []executor.Entry) {
+	for _, e := range entries {
+		data, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		p.rows <- store.LogRow{ProcessID: p.processID, Channel: store.ChannelNormalized, Index: p.nrmN, Entry: data}
+		p.nrmN++
+	}
+}
+
+// note adds a normalised entry the host itself writes.
+func (p *logPump) note(entryType, content string) {
+	p.emit([]executor.Entry{{Timestamp: time.Now().UTC().Format(time.RFC3339Nano), EntryType: entryType, Content: content}})
+}
+
+// close flushes the normaliser and waits until everything is stored.
+func (p *logPump) close() {
+	p.emit(p.norm.Finish(time.Now()))
+	close(p.rows)
+	<-p.done
+}
+
+func (p *logPump) write() {
+	defer close(p.done)
+	batch := make([]store.LogRow, 0, logBatch)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if err := p.b.store.AppendLogs(context.Background(), batch); err != nil {
+			p.b.log.Error("store log entries", "execution_process_id", p.processID, "entries", len(batch), "err", err)
+		}
+		batch = batch[:0]
+	}
+	timer := time.NewTimer(logFlushEvery)
+	defer timer.Stop()
+	for {
+		select {
+		case row, ok := <-p.rows:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, row)
+			if len(batch) >= logBatch {
+				flush()
+			}
+		case <-timer.C:
+			flush()
+			timer.Reset(logFlushEvery)
+		}
+	}
+}

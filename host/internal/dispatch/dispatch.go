@@ -1,0 +1,639 @@
+// Package dispatch is the call pipeline: it resolves a tool (by name or
+// alias), asks the caller policy whether the caller may call it, validates
+// the arguments against its input schema, deduplicates calls by request_id
+// for tools that declare it (host/internal/idempotency), runs the plugin under a
+// deadline — again, with backoff, after a retryable failure of a read-only
+// tool or of a call carrying its request_id — and turns whatever comes back
+// into one normalised result, data or an envelope, which the auditor
+// records (and the escalator hears of, when the plugin step failed for
+// good). Each step runs once, in that order, and never reaches back into an
+// earlier one. Transport (MCP, REST, CLI) sits in front of it; runtime and
+// registry behind it.
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/jsonscan"
+	"github.com/plugboard/plugboard/host/internal/caller"
+	"github.com/plugboard/plugboard/host/internal/idempotency"
+	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/schema"
+)
+
+// Options configures a Dispatcher.
+type Options struct {
+	// DefaultTimeout is a call's deadline when its tool declares none.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps any tool's declared timeout.
+	MaxTimeout time.Duration
+	Logger     *slog.Logger
+	// Idempotency deduplicates calls that carry the key field their tool
+	// declares (abi.Tool.Idempotency); nil turns deduplication off (no
+	// board to keep records in), and such calls simply run.
+	Idempotency *idempotency.Guard
+	// Policy decides which callers may call which tools; nil allows every
+	// call.
+	Policy Policy
+	// Auditor records every call to a served tool; nil records nothing.
+	Auditor Auditor
+	// Escalator hears of calls whose plugin step failed for good; nil
+	// tells no one.
+	Escalator Escalator
+	// Retry is when and how often a failed call runs again.
+	Retry Retry
+}
+
+// Retry configures the host's retries. A call that fails with a retryable
+// envelope runs again — only when its tool is read-only (annotation
+// readOnlyHint) or the call carries its tool's request_id, so a write never
+// runs twice unasked — after Backoff, then twice that, and so on, up to Max
+// times, while the call's context allows.
+type Retry struct {
+	// Max is the number of retries (default 3, so at most 4 runs); negative
+	// turns retries off.
+	Max int
+	// Backoff is the wait before the first retry (default 100ms), doubled
+	// before each next one.
+	Backoff time.Duration
+}
+
+// Dispatcher runs calls against one registry. It is safe for concurrent use.
+type Dispatcher struct {
+	reg  *registry.Registry
+	opts Options
+	// tools holds one *toolState per tool definition (keyed by *abi.Tool,
+	// so a reloaded plugin gets fresh ones).
+	tools sync.Map
+}
+
+// toolState is what the dispatcher derives from a tool definition once.
+type toolState struct {
+	validator *schema.Validator
+	// sensitive are the top-level input fields the schema marks sensitive.
+	sensitive []string
+}
+
+// New builds a dispatcher. Schemas are resolved on each tool's first call.
+func New(reg *registry.Registry, opts Options) *Dispatcher {
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 30 * time.Second
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = 5 * time.Minute
+	}
+	opts.MaxTimeout = max(opts.MaxTimeout, opts.DefaultTimeout)
+	switch {
+	case opts.Retry.Max == 0:
+		opts.Retry.Max = 3
+	case opts.Retry.Max < 0:
+		opts.Retry.Max = 0
+	}
+	if opts.Retry.Backoff <= 0 {
+		opts.Retry.Backoff = 100 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{reg: reg, opts: opts}
+	reg.OnChange(d.prune)
+	return d
+}
+
+// prune drops the state of tool definitions a reload retired.
+func (d *Dispatcher) prune() {
+	served := map[*abi.Tool]bool{}
+	for _, t := range d.reg.Tools() {
+		served[t.Def] = true
+	}
+	d.tools.Range(func(k, _ any) bool {
+		if !served[k.(*abi.Tool)] {
+			d.tools.Delete(k)
+		}
+		return true
+	})
+}
+
+// state returns the state of a tool definition, creating it on first use.
+func (d *Dispatcher) state(def *abi.Tool) *toolState {
+	if v, ok := d.tools.Load(def); ok {
+		return v.(*toolState)
+	}
+	st := &toolState{validator: schema.New(def.Name, def.InputSchema, def.Rules...), sensitive: SensitiveFields(def.InputSchema)}
+	v, _ := d.tools.LoadOrStore(def, st)
+	return v.(*toolState)
+}
+
+// SensitiveFields returns, sorted, the top-level properties of an input
+// schema marked "x-sensitive": true or "writeOnly": true.
+func SensitiveFields(inputSchema json.RawMessage) []string {
+	var s struct {
+		Properties map[string]struct {
+			Sensitive bool `json:"x-sensitive"`
+			WriteOnly bool `json:"writeOnly"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(inputSchema, &s) != nil {
+		return nil
+	}
+	var out []string
+	for name, p := range s.Properties {
+		if p.Sensitive || p.WriteOnly {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Permits reports whether caller may call tool under the policy (always
+// true without one): the transports list only such tools.
+func (d *Dispatcher) Permits(c *abi.Caller, tool *abi.Tool) bool {
+	return d.opts.Policy == nil || d.opts.Policy.Allow(c, tool) == nil
+}
+
+// Resolve returns the tool served under name or alias.
+func (d *Dispatcher) Resolve(name string) (registry.Tool, bool) { return d.reg.Resolve(name) }
+
+// Request is one tool call.
+type Request struct {
+	// Tool is the tool's name or one of its aliases.
+	Tool      string
+	Arguments json.RawMessage
+	// Progress receives the plugin's progress reports; nil when the client
+	// did not ask for progress.
+	Progress func(abi.ProgressRequest)
+	// Caller is who calls; nil takes the caller the context carries
+	// (host/internal/caller). The dispatcher passes it on in the context and in
+	// the plugin's CallContext.
+	Caller *abi.Caller
+	// Client is the MCP client behind the call (log notifications,
+	// sampling, elicitation); nil outside an MCP session.
+	Client Client
+}
+
+// Client is the MCP client a plugin may reach during a call.
+type Client = runtime.Client
+
+// Result is a normalised tool result. On success Structured holds the
+// plugin's structured answer (possibly nil) and Content at least one item;
+// on failure Envelope is set, Structured holds its JSON and Content its
+// compact text.
+type Result struct {
+	Content    []abi.Content
+	Structured json.RawMessage
+	Envelope   *abi.Envelope
+}
+
+// IsError reports whether the result is an envelope.
+func (r *Result) IsError() bool { return r.Envelope != nil }
+
+// Call runs one request through the pipeline. It never returns a Go error:
+// every failure, the host's own included, is an envelope in the result.
+func (d *Dispatcher) Call(ctx context.Context, req Request) *Result {
+	start := time.Now()
+	res := d.call(ctx, req)
+	if env := res.Envelope; env != nil {
+		// Failures the host produced (timeouts, crashes, caps, cancellations)
+		// matter to operators; a tool's own answers about bad input do not.
+		level := slog.LevelDebug
+		if info, ok := abi.Lookup(env.Code); ok && info.Origin == "host" {
+			level = slog.LevelInfo
+		}
+		d.opts.Logger.Log(ctx, level, "call failed", "tool", req.Tool, "code", env.Code, "duration", time.Since(start))
+	} else {
+		d.opts.Logger.Debug("call ok", "tool", req.Tool, "duration", time.Since(start))
+	}
+	return res
+}
+
+func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
+	tool, ok := d.reg.Resolve(req.Tool)
+	if !ok {
+		env := abi.NewEnvelope(abi.CodeToolNotFound, fmt.Sprintf("no tool named %q is served", req.Tool),
+			"call tools/list and use one of the names it returns")
+		env.Details = map[string]any{"tool": req.Tool}
+		return failed(env)
+	}
+	req.Tool = tool.Def.Name
+	if req.Caller == nil {
+		req.Caller = caller.From(ctx)
+	} else {
+		ctx = caller.With(ctx, req.Caller)
+	}
+	st := d.state(tool.Def)
+	audit := AuditCall{Caller: req.Caller, Tool: req.Tool, Input: req.Arguments, Sensitive: st.sensitive}
+	if k := tool.Def.Idempotency; k != nil {
+		audit.RequestID, _, _ = idempotency.Key(req.Arguments, k.KeyField)
+	}
+	if d.opts.Policy != nil {
+		audit.Critical = d.opts.Policy.Critical(tool.Def)
+	}
+	var auditID string
+	if d.opts.Auditor != nil {
+		auditID = d.opts.Auditor.Invoked(ctx, audit)
+	}
+	start := time.Now()
+	var ex execution
+	res := d.steps(ctx, tool, req, st, &ex)
+	// The call's own context may have ended: the outcome is recorded
+	// (and escalated) all the same.
+	after := context.WithoutCancel(ctx)
+	if d.opts.Auditor != nil {
+		out := AuditOutcome{Envelope: res.Envelope, Duration: time.Since(start), Attempts: ex.attempts}
+		if !res.IsError() {
+			out.Result = res.Structured
+		}
+		d.opts.Auditor.Finished(after, auditID, out)
+	}
+	if res.IsError() && ex.pluginFailed && res.Envelope.Code != abi.CodeCancelled && d.opts.Escalator != nil {
+		d.opts.Escalator.Failed(after, audit, res.Envelope)
+	}
+	return res
+}
+
+// execution is what the steps of one call tell the call about it.
+type execution struct {
+	// attempts counts runs of the plugin.
+	attempts int
+	// pluginFailed is set when the plugin step's final run failed.
+	pluginFailed bool
+}
+
+// steps runs the caller policy, validation, idempotency and plugin steps.
+func (d *Dispatcher) steps(ctx context.Context, tool registry.Tool, req Request, st *toolState, ex *execution) *Result {
+	if d.opts.Policy != nil {
+		if env := d.opts.Policy.Allow(req.Caller, tool.Def); env != nil {
+			return failed(env)
+		}
+	}
+	if env := st.validator.Validate(req.Arguments); env != nil {
+		return failed(env)
+	}
+	return d.deduplicate(ctx, tool, req, ex)
+}
+
+// deduplicate is the idempotency step. For a tool that declares a key field
+// and a call that carries it, the guard runs the call at most once per
+// (tool, key, payload): a retry gets the stored answer, key reuse with other
+// arguments idempotency_conflict, a duplicate of a running call
+// request_in_progress. Only successes are stored. Other calls go straight
+// on to the plugin.
+func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Request, ex *execution) *Result {
+	k := tool.Def.Idempotency
+	if k == nil {
+		return d.retry(ctx, tool, req, "", ex)
+	}
+	key, present, env := idempotency.Key(req.Arguments, k.KeyField)
+	if env != nil {
+		return failed(env.WithDetail("tool", req.Tool))
+	}
+	if !present || d.opts.Idempotency == nil {
+		return d.retry(ctx, tool, req, key, ex)
+	}
+	var fresh *Result
+	// ctx carries the call's idempotency scope into the plugin's board
+	// operations, which journal their effects under it.
+	stored, ran, env := d.opts.Idempotency.Run(ctx, req.Tool, k.KeyField, key, req.Arguments, func(ctx context.Context) ([]byte, bool) {
+		fresh = d.retry(ctx, tool, req, key, ex)
+		if fresh.IsError() {
+			return nil, false
+		}
+		return encodeStored(fresh), true
+	})
+	switch {
+	case env != nil:
+		return failed(env)
+	case ran:
+		return fresh
+	}
+	return decodeStored(req.Tool, stored)
+}
+
+// storedResult is what a keyed call leaves for its replays: the normalised
+// CallToolResult of a success (isError is never stored).
+type storedResult struct {
+	Content           []abi.Content   `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+}
+
+// encodeStored encodes a successful result for replay. Structured is already
+// compact, and HTML characters are left as they are, so a replay returns
+// the very bytes of the first answer.
+func encodeStored(r *Result) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(storedResult{Content: r.Content, StructuredContent: r.Structured}) // text and valid JSON only
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func decodeStored(tool string, b []byte) *Result {
+	var s storedResult
+	if err := json.Unmarshal(b, &s); err != nil {
+		env := abi.NewEnvelope(abi.CodeInternal, "the stored result of this request_id is unreadable: "+err.Error(),
+			"call again with a new request_id")
+		return failed(env.WithDetail("tool", tool))
+	}
+	return &Result{Content: s.Content, Structured: s.StructuredContent}
+}
+
+// retry is the plugin step with the host's retries (see Retry): it runs
+// the plugin once, and again after a retryable failure when the tool is
+// read-only or the call carries its request_id, waiting longer each time.
+// A retried failure's envelope gets details.attempts.
+//
+// The runs share one deadline, the tool's: a retry gets what is left of
+// it, not a fresh one, so a call declared at 60 s answers within 60 s
+// however often it is retried (four fresh deadlines once made it 240 s).
+// The plugin is compiled before the deadline starts: a first call waits
+// for its plugin's compilation, which is no part of the call's budget.
+func (d *Dispatcher) retry(ctx context.Context, tool registry.Tool, req Request, requestID string, ex *execution) *Result {
+	rt, err := tool.Plugin.Runtime(ctx)
+	if err != nil {
+		ex.attempts, ex.pluginFailed = 1, true
+		return failed(loadFailed(tool.Plugin, err).WithDetail("tool", req.Tool))
+	}
+	timeout := d.opts.DefaultTimeout
+	if tool.Def.TimeoutMS > 0 {
+		timeout = min(time.Duration(tool.Def.TimeoutMS)*time.Millisecond, d.opts.MaxTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	again := requestID != "" || (tool.Def.Annotations != nil && tool.Def.Annotations.ReadOnlyHint)
+	wait := d.opts.Retry.Backoff
+	for {
+		res := d.run(ctx, rt, timeout, tool, req, requestID)
+		ex.attempts++
+		if !res.IsError() {
+			ex.pluginFailed = false
+			return res
+		}
+		ex.pluginFailed = true
+		if !again || !res.Envelope.Retryable || ex.attempts > d.opts.Retry.Max || !sleep(ctx, wait) {
+			if ex.attempts > 1 {
+				res = failed(res.Envelope.WithDetail("attempts", ex.attempts))
+			}
+			return res
+		}
+		d.opts.Logger.Debug("retrying a failed call", "tool", req.Tool, "code", res.Envelope.Code, "attempt", ex.attempts+1, "after", wait)
+		wait *= 2
+	}
+}
+
+// sleep waits for d unless ctx ends first or its deadline falls within d;
+// it reports whether the wait completed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// loadFailed is the envelope of a plugin that could not be loaded. It is
+// not retryable: the registry remembers the failure (a compile error, an
+// unreadable file) until the plugin file changes, so a retry — the
+// dispatcher's or the agent's — fails the same way and only delays the
+// answer and escalates it several times over.
+func loadFailed(p *registry.Plugin, err error) *abi.Envelope {
+	env := abi.NewEnvelope(abi.CodeUnavailable, fmt.Sprintf("plugin %s could not be loaded: %v", p.Name(), err),
+		"do not retry: other tools keep working; the operator must fix or rebuild this plugin (see the host log), and it is loaded again when its file changes")
+	env.Retryable = false
+	env.Details = map[string]any{"plugin": p.Name()}
+	return env
+}
+
+// run is the plugin step: one run of the loaded plugin rt under ctx, which
+// carries the call's deadline (timeout long, for the envelope). requestID
+// is the call's idempotency key, passed on to the plugin in the call
+// context.
+func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.Duration, tool registry.Tool, req Request, requestID string) *Result {
+	// Each run starts its board operations from the first again, so a
+	// rerun finds the effects the previous run journaled.
+	ctx = idempotency.NewRun(ctx)
+	input, err := encodeRequest(ctx, req, requestID)
+	if err != nil {
+		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))
+	}
+	out, err := rt.Call(ctx, abi.ExportCall, input, runtime.CallOptions{Progress: req.Progress, Client: req.Client})
+	if err != nil {
+		env, ok := err.(*abi.Envelope)
+		if !ok {
+			env = abi.NewEnvelope(abi.CodeInternal, err.Error(), "")
+		}
+		if env.Code == abi.CodePluginTimeout {
+			env = env.WithDetail("timeout_ms", timeout.Milliseconds())
+		}
+		env = env.WithDetail("tool", req.Tool)
+		return failed(env)
+	}
+	return decodeResult(tool, out)
+}
+
+// encodeRequest writes the CallRequest by hand: arguments are already JSON
+// and are copied, not re-encoded.
+func encodeRequest(ctx context.Context, req Request, requestID string) ([]byte, error) {
+	cc := abi.CallContext{RequestID: requestID, Caller: req.Caller, Progress: req.Progress != nil}
+	if dl, ok := ctx.Deadline(); ok {
+		cc.DeadlineUnixMS = dl.UnixMilli()
+	}
+	cctx, err := json.Marshal(cc)
+	if err != nil {
+		return nil, err
+	}
+	name, err := json.Marshal(req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	b := make([]byte, 0, len(args)+len(name)+len(cctx)+48)
+	b = append(b, `{"params":{"name":`...)
+	b = append(b, name...)
+	b = append(b, `,"arguments":`...)
+	b = append(b, args...)
+	b = append(b, `},"context":`...)
+	b = append(b, cctx...)
+	return append(b, '}'), nil
+}
+
+func decodeResult(tool registry.Tool, out []byte) *Result {
+	cr, compact, err := scanResult(out)
+	if err != nil {
+		env := abi.NewEnvelope(abi.CodePluginFailed,
+			fmt.Sprintf("plugin %s returned output that is not a CallToolResult: %v", tool.Plugin.Name(), err),
+			"report it to the plugin's authors")
+		env.Details = map[string]any{"plugin": tool.Plugin.Name(), "tool": tool.Def.Name, "output_prefix": prefix(out, 200)}
+		return failed(env)
+	}
+	for i := range cr.Content {
+		if err := cr.Content[i].Check(); err != nil {
+			env := abi.NewEnvelope(abi.CodePluginFailed,
+				fmt.Sprintf("plugin %s returned content the host cannot carry (ABI version %d): %v", tool.Plugin.Name(), abi.Version, err),
+				"report it to the plugin's authors")
+			env.Details = map[string]any{"plugin": tool.Plugin.Name(), "tool": tool.Def.Name}
+			return failed(env)
+		}
+	}
+	if cr.IsError {
+		return failed(pluginEnvelope(tool, &cr))
+	}
+	res := &Result{Content: cr.Content}
+	if len(cr.StructuredContent) > 0 {
+		res.Structured = cr.StructuredContent
+		if !compact {
+			var buf bytes.Buffer
+			buf.Grow(len(cr.StructuredContent))
+			if err := json.Compact(&buf, cr.StructuredContent); err != nil {
+				return failed(abi.NewEnvelope(abi.CodePluginFailed, "structuredContent is not valid JSON: "+err.Error(), "report it to the plugin's authors"))
+			}
+			res.Structured = buf.Bytes()
+		}
+		if len(res.Content) == 0 {
+			res.Content = []abi.Content{{Type: "text", Text: string(res.Structured)}}
+		}
+	}
+	if len(res.Content) == 0 {
+		res.Content = []abi.Content{{Type: "text", Text: ""}}
+	}
+	return res
+}
+
+// scanResult reads a CallToolResult in one validating pass, taking
+// structuredContent as a raw span of out (compact reports that it holds no
+// insignificant whitespace) and decoding only the content array, which the
+// SDK leaves empty. Keys with escapes fall back to encoding/json.
+func scanResult(out []byte) (cr abi.CallResult, compact bool, err error) {
+	p := jsonscan.Parser{B: out}
+	p.WS()
+	if p.I >= len(out) || out[p.I] != '{' {
+		err = json.Unmarshal(out, &cr)
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		return cr, false, err
+	}
+	var content []byte
+	compact = true
+	ok, err := p.Object(func(key []byte) (bool, error) {
+		start := p.I
+		switch string(key) {
+		case "structuredContent":
+			p.Spaced = false
+			err := p.Skip()
+			if span := out[start:p.I]; string(span) != "null" {
+				cr.StructuredContent, compact = span, !p.Spaced
+			}
+			return true, err
+		case "content":
+			err := p.Skip()
+			content = out[start:p.I]
+			return true, err
+		case "isError":
+			switch {
+			case p.Literal("true"):
+				cr.IsError = true
+				return true, nil
+			case p.Literal("false"), p.Literal("null"):
+				return true, nil
+			}
+			return false, p.Skip() // not a boolean: let encoding/json explain
+		}
+		// _meta and later additions are ignored; a case variant of a known
+		// key is matched by encoding/json, so it takes the fallback.
+		for _, known := range []string{"structuredContent", "content", "isError"} {
+			if strings.EqualFold(string(key), known) {
+				return false, p.Skip()
+			}
+		}
+		return true, p.Skip()
+	})
+	if err == nil {
+		p.WS()
+		if p.I != len(out) {
+			err = p.Fail()
+		}
+	}
+	if err != nil {
+		return cr, false, err
+	}
+	if !ok {
+		cr = abi.CallResult{}
+		err = json.Unmarshal(out, &cr)
+		if string(cr.StructuredContent) == "null" {
+			cr.StructuredContent = nil
+		}
+		return cr, false, err
+	}
+	if len(content) > 0 && string(content) != "null" {
+		err = json.Unmarshal(content, &cr.Content)
+	}
+	return cr, compact, err
+}
+
+// pluginEnvelope reads the envelope of an isError result. A plugin that
+// answers isError with plain text (an Extism MCP plugin, say) gets it
+// wrapped as tool_error so agents always see one shape.
+func pluginEnvelope(tool registry.Tool, cr *abi.CallResult) *abi.Envelope {
+	var env abi.Envelope
+	if len(cr.StructuredContent) > 0 && json.Unmarshal(cr.StructuredContent, &env) == nil && env.Code != "" {
+		if _, known := abi.Lookup(env.Code); !known {
+			env.Details = withDetail(env.Details, "unregistered_code", true)
+		}
+		return &env
+	}
+	text := ""
+	for _, c := range cr.Content {
+		text += c.Text
+	}
+	if text == "" {
+		text = "the tool reported an error without a message"
+	}
+	e := abi.NewEnvelope(abi.CodeToolError, text, "read the message; fix the arguments it names and call "+tool.Def.Name+" again")
+	e.Details = map[string]any{"tool": tool.Def.Name}
+	return e
+}
+
+func withDetail(m map[string]any, k string, v any) map[string]any {
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[k] = v
+	return m
+}
+
+func failed(env *abi.Envelope) *Result {
+	b, err := json.Marshal(env)
+	if err != nil { // details held something unencodable: keep the rest
+		env.Details = nil
+		b, _ = json.Marshal(env)
+	}
+	return &Result{Envelope: env, Structured: b, Content: []abi.Content{{Type: "text", Text: string(b)}}}
+}
+
+func prefix(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

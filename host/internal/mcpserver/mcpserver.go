@@ -1,0 +1,445 @@
+// Package mcpserver exposes the dispatcher over MCP with the official go-sdk:
+// it lists the registry's tools, resources, resource templates and prompts,
+// hands each tools/call, resources/read, prompts/get and completion/complete
+// to the dispatcher, and maps its answers onto MCP results (a tool's
+// structuredContent plus its content items; isError with the envelope as
+// JSON text for failures; JSON-RPC errors carrying the envelope for the other methods). It
+// owns transport concerns only — capabilities, progress tokens, log
+// notifications, sampling and elicitation requests to the client,
+// cancellation, and keeping the served lists equal to the registry's as
+// plugins come and go (the go-sdk then sends list_changed), who the caller of
+// a request is (Options.Caller, or the bearer token's identity) and showing
+// each caller in tools/list only what the dispatcher's policy lets it call —
+// and never validates, retries or interprets a plugin's answer.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/registry"
+)
+
+// Options configures New.
+type Options struct {
+	Name, Version string
+	Logger        *slog.Logger
+	// Caller is the identity of a session the transport did not
+	// authenticate (stdio; HTTP without a bearer token); nil leaves such
+	// calls without one.
+	Caller *abi.Caller
+	// Callers maps an authenticated identity (the go-sdk's
+	// auth.TokenInfo.UserID, from the Authenticator) to its caller; nil, or
+	// a nil answer, gives a caller with that ID and no role.
+	Callers func(id string) *abi.Caller
+	// Auditor records the REST calls refused before the dispatcher saw
+	// them (an agentId that is not the caller's); nil records none.
+	Auditor dispatch.Auditor
+}
+
+// ProtocolVersions are the MCP versions the server negotiates, newest
+// first: every version the go-sdk speaks up to 2025-11-25. Later versions
+// forbid server-to-client requests during a call (sampling and elicitation
+// become multi-round-trip results), which the blocking sample and elicit
+// host functions cannot express; a newer client falls back to 2025-11-25.
+var ProtocolVersions = func() []string {
+	var out []string
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if v <= "2025-11-25" {
+			out = append(out, v)
+		}
+	}
+	return out
+}()
+
+// server keeps the go-sdk server's lists equal to the registry's.
+type server struct {
+	reg  *registry.Registry
+	d    *dispatch.Dispatcher
+	log  *slog.Logger
+	srv  *mcp.Server
+	opts Options
+
+	mu        sync.Mutex // serialises sync
+	tools     map[string]*abi.Tool
+	resources map[string]*abi.Resource
+	templates map[string]*abi.ResourceTemplate
+	prompts   map[string]*abi.Prompt
+}
+
+// New returns an MCP server serving everything reg serves through d. It
+// follows the registry: after a reload (registry.Watch) it adds and removes
+// tools, resources, resource templates and prompts, and the go-sdk notifies
+// connected clients with list_changed.
+func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{reg: reg, d: d, log: opts.Logger, opts: opts,
+		tools: map[string]*abi.Tool{}, resources: map[string]*abi.Resource{},
+		templates: map[string]*abi.ResourceTemplate{}, prompts: map[string]*abi.Prompt{}}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		Logger: opts.Logger,
+		// Every capability is declared even while nothing of its kind is
+		// served: plugins may bring some while serving.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{},
+			//lint:ignore SA1019 logging is deprecated only from MCP 2026-07-28 on; this server speaks up to 2025-11-25.
+			Logging: &mcp.LoggingCapabilities{},
+		},
+		CompletionHandler:         s.complete,
+		SubscribeHandler:          s.subscribe,
+		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SupportedProtocolVersions: ProtocolVersions,
+	})
+	s.srv.AddReceivingMiddleware(s.filterTools)
+	s.sync()
+	reg.OnChange(s.sync)
+	return s.srv
+}
+
+// CallerOf returns the identity behind a request: the caller of its bearer
+// token's identity when the transport authenticated it, else opts.Caller.
+func CallerOf(extra *mcp.RequestExtra, opts Options) *abi.Caller {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		id := extra.TokenInfo.UserID
+		if opts.Callers != nil {
+			if c := opts.Callers(id); c != nil {
+				return c
+			}
+		}
+		return &abi.Caller{ID: id}
+	}
+	return opts.Caller
+}
+
+// filterTools is a receiving middleware that shows each caller, in
+// tools/list, only the tools the dispatcher's policy lets it call. Every
+// tool stays registered, so a hidden one called anyway gets the policy's
+// permission_denied rather than an unknown-tool error.
+func (s *server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		list, ok := res.(*mcp.ListToolsResult)
+		if method != "tools/list" || err != nil || !ok {
+			return res, err
+		}
+		c := CallerOf(req.GetExtra(), s.opts)
+		kept := make([]*mcp.Tool, 0, len(list.Tools))
+		for _, t := range list.Tools {
+			if tool, served := s.reg.Tool(t.Name); served && s.d.Permits(c, tool.Def) {
+				kept = append(kept, t)
+			}
+		}
+		filtered := *list
+		filtered.Tools = kept
+		return &filtered, nil
+	}
+}
+
+// sync makes the served lists equal to the registry's. Unchanged entries
+// are left alone; a reloaded plugin's entries are new definitions and are
+// replaced.
+func (s *server) sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	syncServed(s.tools, s.reg.Tools(),
+		func(t registry.Tool) (string, *abi.Tool) { return t.Def.Name, t.Def },
+		s.srv.RemoveTools,
+		func(t registry.Tool) bool {
+			s.srv.AddTool(toolOf(t.Def), s.callTool(t.Def.Name))
+			return true
+		})
+	syncServed(s.resources, s.reg.Resources(),
+		func(r registry.Resource) (string, *abi.Resource) { return r.Def.URI, r.Def },
+		s.srv.RemoveResources,
+		func(r registry.Resource) bool {
+			s.srv.AddResource(&mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Title: r.Def.Title,
+				Description: r.Def.Description, MIMEType: r.Def.MIMEType, Size: derefSize(r.Def.Size)}, s.readResource)
+			return true
+		})
+	syncServed(s.templates, s.reg.Templates(),
+		func(t registry.Template) (string, *abi.ResourceTemplate) { return t.Def.URITemplate, t.Def },
+		s.srv.RemoveResourceTemplates,
+		func(t registry.Template) bool {
+			if _, err := uritemplate.New(t.Def.URITemplate); err != nil {
+				s.log.Error("resource template not served: invalid URI template", "plugin", t.Plugin.Name(), "uriTemplate", t.Def.URITemplate, "err", err)
+				return false
+			}
+			s.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: t.Def.URITemplate, Name: t.Def.Name, Title: t.Def.Title,
+				Description: t.Def.Description, MIMEType: t.Def.MIMEType}, s.readTemplate(t.Def.URITemplate))
+			return true
+		})
+	syncServed(s.prompts, s.reg.Prompts(),
+		func(p registry.Prompt) (string, *abi.Prompt) { return p.Def.Name, p.Def },
+		s.srv.RemovePrompts,
+		func(p registry.Prompt) bool {
+			s.srv.AddPrompt(promptOf(p.Def), s.getPrompt)
+			return true
+		})
+}
+
+// syncServed makes served (key → definition) equal to want: the keys no
+// longer wanted are removed in one call, and entries whose definition is
+// new or changed are added (add returns false to leave one out). Keys and
+// definitions come from entry.
+func syncServed[D comparable, E any](served map[string]D, want []E, entry func(E) (string, D),
+	remove func(...string), add func(E) bool) {
+	wanted := make(map[string]bool, len(want))
+	for _, e := range want {
+		k, _ := entry(e)
+		wanted[k] = true
+	}
+	var gone []string
+	for k := range served {
+		if !wanted[k] {
+			gone = append(gone, k)
+			delete(served, k)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+	}
+	for _, e := range want {
+		k, d := entry(e)
+		if served[k] != d && add(e) {
+			served[k] = d
+		}
+	}
+}
+
+func derefSize(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
+func toolOf(def *abi.Tool) *mcp.Tool {
+	t := &mcp.Tool{
+		Name:        def.Name,
+		Title:       def.Title,
+		Description: def.Description,
+		InputSchema: def.InputSchema,
+	}
+	if len(def.OutputSchema) > 0 {
+		t.OutputSchema = def.OutputSchema
+	}
+	if a := def.Annotations; a != nil {
+		t.Annotations = &mcp.ToolAnnotations{
+			Title:           a.Title,
+			ReadOnlyHint:    a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+	}
+	return t
+}
+
+func promptOf(def *abi.Prompt) *mcp.Prompt {
+	p := &mcp.Prompt{Name: def.Name, Title: def.Title, Description: def.Description}
+	for _, a := range def.Arguments {
+		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+	}
+	return p
+}
+
+func (s *server) callTool(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		dreq := dispatch.Request{Tool: name, Arguments: req.Params.Arguments, Client: newClient(req.Session, s.log),
+			Caller: CallerOf(req.Extra, s.opts)}
+		dreq.Progress = progress(ctx, req.Session, req.Params.GetProgressToken())
+		return ToCallToolResult(s.d.Call(ctx, dreq)), nil
+	}
+}
+
+// progress turns plugin progress reports into notifications/progress for
+// token, or is nil when the client asked for none.
+func progress(ctx context.Context, session *mcp.ServerSession, token any) func(abi.ProgressRequest) {
+	if token == nil {
+		return nil
+	}
+	return func(p abi.ProgressRequest) {
+		// Progress is advisory: a client gone away must not fail the call.
+		_ = session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      p.Progress,
+			Total:         p.Total,
+			Message:       p.Message,
+		})
+	}
+}
+
+func (s *server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	r, ok := s.reg.Resource(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return s.read(ctx, req, r.Plugin)
+}
+
+func (s *server) readTemplate(uriTemplate string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		t, ok := s.reg.Template(uriTemplate)
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return s.read(ctx, req, t.Plugin)
+	}
+}
+
+func (s *server) read(ctx context.Context, req *mcp.ReadResourceRequest, p *registry.Plugin) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	res, env := s.d.ReadResource(ctx, p, uri, s.methodOptions(ctx, req.Session, req.Params.GetProgressToken()))
+	if env != nil {
+		if env.Code == abi.CodeNotFound {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		return nil, rpcError(env)
+	}
+	out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents))}
+	for i := range res.Contents {
+		out.Contents = append(out.Contents, resourceContentsOf(&res.Contents[i]))
+	}
+	return out, nil
+}
+
+func (s *server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	p, ok := s.reg.Prompt(req.Params.Name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt " + req.Params.Name}
+	}
+	res, env := s.d.GetPrompt(ctx, p, req.Params.Arguments, s.methodOptions(ctx, req.Session, req.Params.GetProgressToken()))
+	if env != nil {
+		return nil, rpcError(env)
+	}
+	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
+	for i := range res.Messages {
+		out.Messages = append(out.Messages, &mcp.PromptMessage{Role: mcp.Role(res.Messages[i].Role), Content: contentOf(&res.Messages[i].Content)})
+	}
+	return out, nil
+}
+
+// complete routes completion/complete to the plugin serving the prompt or
+// resource template; one that declares no completion gets no suggestions.
+func (s *server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	ref := req.Params.Ref
+	var (
+		plugin   *registry.Plugin
+		declared bool
+	)
+	switch ref.Type {
+	case abi.RefPrompt:
+		p, ok := s.reg.Prompt(ref.Name)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt " + ref.Name}
+		}
+		plugin, declared = p.Plugin, p.Def.Completion
+	case abi.RefResource:
+		if t, ok := s.reg.Template(ref.URI); ok {
+			plugin, declared = t.Plugin, t.Def.Completion
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown completion reference type " + ref.Type}
+	}
+	empty := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+	if !declared {
+		return empty, nil
+	}
+	params := abi.CallParams{
+		Ref:      &abi.CompletionRef{Type: ref.Type, Name: ref.Name, URI: ref.URI},
+		Argument: &abi.CompletionArg{Name: req.Params.Argument.Name, Value: req.Params.Argument.Value},
+	}
+	if c := req.Params.Context; c != nil {
+		params.CompletionContext = &abi.CompletionContext{Arguments: c.Arguments}
+	}
+	res, env := s.d.Complete(ctx, plugin, params, s.methodOptions(ctx, req.Session, nil))
+	if env != nil {
+		return nil, rpcError(env)
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{
+		Values: res.Completion.Values, Total: res.Completion.Total, HasMore: res.Completion.HasMore}}, nil
+}
+
+// subscribe accepts subscriptions to served resources and to URIs matching
+// a served template. Plugins cannot yet announce updates, so subscribers
+// receive none; the subscription itself is honoured for clients that need it.
+func (s *server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	if _, ok := s.reg.Resource(uri); ok {
+		return nil
+	}
+	for _, t := range s.reg.Templates() {
+		if tmpl, err := uritemplate.New(t.Def.URITemplate); err == nil && tmpl.Regexp().MatchString(uri) {
+			return nil
+		}
+	}
+	return mcp.ResourceNotFoundError(uri)
+}
+
+func (s *server) methodOptions(ctx context.Context, session *mcp.ServerSession, token any) dispatch.MethodOptions {
+	return dispatch.MethodOptions{Client: newClient(session, s.log), Progress: progress(ctx, session, token)}
+}
+
+// rpcError is the JSON-RPC error of a failed method other than tools/call:
+// invalid params for argument failures, internal error otherwise, with the
+// envelope as data.
+func rpcError(env *abi.Envelope) error {
+	code := int64(jsonrpc.CodeInternalError)
+	switch env.Code {
+	case abi.CodeInvalidArgument, abi.CodeMissingRequired, abi.CodeNotFound:
+		code = jsonrpc.CodeInvalidParams
+	}
+	data, _ := json.Marshal(env)
+	return &jsonrpc.Error{Code: code, Message: env.Code + ": " + env.Message, Data: data}
+}
+
+// ToCallToolResult maps a dispatcher result onto MCP's result type. An
+// error result carries its envelope as the compact JSON text of its one
+// content item and never as structuredContent: a tool's outputSchema
+// describes its successes, and clients that check structuredContent against
+// it also on isError (the TypeScript SDK's Client.callTool, MCP Inspector)
+// would throw the envelope away (docs/DECISIONS.md).
+func ToCallToolResult(r *dispatch.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError(), Content: make([]mcp.Content, 0, len(r.Content))}
+	for i := range r.Content {
+		out.Content = append(out.Content, contentOf(&r.Content[i]))
+	}
+	if len(r.Structured) > 0 && !r.IsError() {
+		out.StructuredContent = json.RawMessage(r.Structured)
+	}
+	return out
+}
+
+// contentOf maps one content item (checked by the dispatcher) onto the
+// go-sdk's type.
+func contentOf(c *abi.Content) mcp.Content {
+	switch c.Type {
+	case abi.ContentImage:
+		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType}
+	case abi.ContentAudio:
+		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType}
+	case abi.ContentResource:
+		return &mcp.EmbeddedResource{Resource: resourceContentsOf(c.Resource)}
+	case abi.ContentResourceLink:
+		return &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType, Size: c.Size}
+	}
+	return &mcp.TextContent{Text: c.Text}
+}
+
+func resourceContentsOf(r *abi.ResourceContents) *mcp.ResourceContents {
+	return &mcp.ResourceContents{URI: r.URI, MIMEType: r.MIMEType, Text: r.Text, Blob: r.Blob}
+}

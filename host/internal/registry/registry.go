@@ -1,0 +1,660 @@
+// Package registry discovers plugins: it finds every .wasm file under the
+// configured directories, reads each one's manifest (from the embedded custom
+// section, or by running describe once and caching the answer by sha256),
+// resolves tool, resource, resource-template and prompt names, and compiles a
+// plugin on first use. It owns which of them belongs to which plugin and
+// which plugins were refused and why, and reloads the set when plugin files
+// are added, removed or changed (Reload, Watch); it does not validate
+// arguments, enforce policy or speak MCP.
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/grants"
+	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/wasmfile"
+)
+
+// Plugin is one loaded plugin file.
+type Plugin struct {
+	Path     string
+	Manifest abi.Manifest
+	// FromSection is true when the manifest came from the embedded section.
+	FromSection bool
+
+	engine  *runtime.Engine
+	granted []string
+	once    sync.Once
+	rt      *runtime.Plugin
+	err     error
+}
+
+// Name is the plugin's declared name.
+func (p *Plugin) Name() string { return p.Manifest.Plugin.Name }
+
+// Runtime compiles the plugin on first use (or loads its machine code from
+// the disk cache) and returns it. A failure is remembered: the plugin stays
+// listed but its calls answer "unavailable" until the host restarts.
+func (p *Plugin) Runtime(ctx context.Context) (*runtime.Plugin, error) {
+	p.once.Do(func() {
+		wasm, err := os.ReadFile(p.Path)
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.rt, p.err = p.engine.Compile(context.WithoutCancel(ctx), p.Name(), wasm, p.granted)
+	})
+	return p.rt, p.err
+}
+
+// Tool is a served tool and the plugin that serves it.
+type Tool struct {
+	Def    *abi.Tool
+	Plugin *Plugin
+}
+
+// Resource is a served resource and the plugin that serves it.
+type Resource struct {
+	Def    *abi.Resource
+	Plugin *Plugin
+}
+
+// Template is a served resource template and the plugin that serves it.
+type Template struct {
+	Def    *abi.ResourceTemplate
+	Plugin *Plugin
+}
+
+// Prompt is a served prompt and the plugin that serves it.
+type Prompt struct {
+	Def    *abi.Prompt
+	Plugin *Plugin
+}
+
+// Problem is a plugin file that could not be served, or a tool that was
+// refused.
+type Problem struct {
+	Path string
+	Err  error
+}
+
+// Registry is the set of loaded plugins and what they serve. What it serves
+// is an immutable snapshot, replaced whole by Reload, so readers never see a
+// half-loaded set; a Tool or Plugin obtained before a reload stays usable
+// until its plugin is closed.
+type Registry struct {
+	opts Options
+	cur  atomic.Pointer[snapshot]
+
+	mu    sync.Mutex            // serialises Reload and guards files, onChange
+	files map[string]*fileEntry // by path: every .wasm seen in the last scan
+	// onChange are called after a Reload that changed the snapshot.
+	onChange []func()
+}
+
+// snapshot is one consistent view of what is served.
+type snapshot struct {
+	plugins []*Plugin
+	tools   map[string]Tool
+	order   []string
+	// aliases maps each served alias to its tool's name.
+	aliases       map[string]string
+	resources     map[string]Resource
+	resourceOrder []string
+	templates     []Template
+	prompts       map[string]Prompt
+	promptOrder   []string
+	problems      []Problem
+}
+
+// fileEntry is one plugin file as loaded: its stamp decides whether a
+// reload reads it again.
+type fileEntry struct {
+	stamp  fileStamp
+	plugin *Plugin
+	err    error
+}
+
+// fileStamp is what a poll compares: size and modification time.
+type fileStamp struct {
+	size    int64
+	modTime time.Time
+}
+
+// Options configures Load.
+type Options struct {
+	// Dirs are searched recursively for *.wasm files, in order.
+	Dirs []string
+	// DataDir holds the describe cache (manifests of modules without an
+	// embedded section); "" disables it.
+	DataDir string
+	// DescribeTimeout bounds describe for modules without a section.
+	DescribeTimeout time.Duration
+	Engine          *runtime.Engine
+	Logger          *slog.Logger
+	// Grants decides which declared capabilities each plugin receives;
+	// nil grants every plugin what it declares.
+	Grants *grants.Policy
+	// Conditions are the abi.Conditions this host meets; a tool whose When
+	// names another is not served (not listed, and calls get tool_not_found).
+	Conditions []string
+}
+
+// Load finds and loads every plugin. A broken plugin is logged and recorded
+// as a Problem; it never fails the load or hides other plugins.
+func Load(ctx context.Context, opts Options) (*Registry, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Grants == nil {
+		opts.Grants = grants.Declared()
+	}
+	if opts.DescribeTimeout == 0 {
+		opts.DescribeTimeout = 10 * time.Second
+	}
+	r := &Registry{opts: opts, files: map[string]*fileEntry{}}
+	if _, err := r.reload(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reload scans the plugin directories again and, when a plugin file was
+// added, removed or changed (size or modification time), replaces the
+// snapshot: unchanged files keep their loaded plugin (and its compiled
+// code), changed ones are loaded anew. Plugins no longer served are closed
+// in the background once their calls in flight finish. It reports whether
+// anything changed; OnChange callbacks run before it returns.
+func (r *Registry) Reload(ctx context.Context) (bool, error) {
+	changed, err := r.reload(ctx)
+	if err != nil || !changed {
+		return changed, err
+	}
+	r.mu.Lock()
+	callbacks := slices.Clone(r.onChange)
+	r.mu.Unlock()
+	for _, fn := range callbacks {
+		fn()
+	}
+	return true, nil
+}
+
+// OnChange registers fn to run after every Reload that changed what is
+// served (the transport uses it to update its lists and notify clients).
+func (r *Registry) OnChange(fn func()) {
+	r.mu.Lock()
+	r.onChange = append(r.onChange, fn)
+	r.mu.Unlock()
+}
+
+// Watch polls the plugin directories every interval until ctx ends and
+// reloads when a file changed; new plugins are warmed in the background.
+// A poll is a directory walk and a stat per .wasm file.
+func (r *Registry) Watch(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		before := r.snap().plugins
+		changed, err := r.Reload(ctx)
+		if err != nil {
+			r.opts.Logger.Warn("plugin directories could not be scanned", "err", err)
+			continue
+		}
+		if !changed {
+			continue
+		}
+		s := r.snap()
+		var fresh []*Plugin
+		for _, p := range s.plugins {
+			if !slices.Contains(before, p) {
+				fresh = append(fresh, p)
+			}
+		}
+		r.opts.Logger.Info("plugins reloaded", "plugins", len(s.plugins), "tools", len(s.order),
+			"resources", len(s.resourceOrder)+len(s.templates), "prompts", len(s.promptOrder), "problems", len(s.problems))
+		r.warm(ctx, fresh, 1, r.opts.Logger)
+	}
+}
+
+// scan lists the .wasm files under the plugin directories with their stamps,
+// in directory order.
+func (r *Registry) scan() ([]string, map[string]fileStamp, error) {
+	var files []string
+	stamps := map[string]fileStamp{}
+	for _, dir := range r.opts.Dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !strings.HasSuffix(d.Name(), ".wasm") {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) { // removed while walking
+					return nil
+				}
+				return err
+			}
+			if _, dup := stamps[path]; !dup {
+				files = append(files, path)
+			}
+			stamps[path] = fileStamp{size: info.Size(), modTime: info.ModTime()}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("plugin directory %s: %w", dir, err)
+		}
+	}
+	return files, stamps, nil
+}
+
+func (r *Registry) reload(ctx context.Context) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	files, stamps, err := r.scan()
+	if err != nil {
+		return false, err
+	}
+	changed := r.cur.Load() == nil || len(stamps) != len(r.files)
+	entries := make([]*fileEntry, len(files))
+	var wg sync.WaitGroup
+	for i, path := range files {
+		if old := r.files[path]; old != nil && old.stamp == stamps[path] {
+			entries[i] = old
+			continue
+		}
+		changed = true
+		// Loading is I/O and parsing only for plugins with a section, so it
+		// runs in parallel; results keep directory order so name clashes
+		// resolve the same way on every start.
+		wg.Go(func() {
+			e := &fileEntry{stamp: stamps[path]}
+			e.plugin, e.err = loadOne(ctx, path, r.opts)
+			if e.err == nil {
+				var withheld []string
+				e.plugin.granted, withheld = r.opts.Grants.For(e.plugin.Name(), e.plugin.Manifest.Capabilities)
+				if len(withheld) > 0 {
+					r.opts.Logger.Warn("plugin capabilities withheld by the grants policy; calls needing them get permission_denied",
+						"plugin", e.plugin.Name(), "withheld", withheld, "granted", e.plugin.granted)
+				}
+			}
+			entries[i] = e
+		})
+	}
+	wg.Wait()
+	if !changed {
+		return false, nil
+	}
+	s := &snapshot{tools: map[string]Tool{}, aliases: map[string]string{}, resources: map[string]Resource{}, prompts: map[string]Prompt{}}
+	next := make(map[string]*fileEntry, len(files))
+	for i, e := range entries {
+		next[files[i]] = e
+		if e.err != nil {
+			if r.files[files[i]] != e {
+				r.opts.Logger.Error("plugin skipped", "path", files[i], "err", e.err)
+			}
+			s.problems = append(s.problems, Problem{Path: files[i], Err: e.err})
+			continue
+		}
+		s.add(e.plugin, r.opts)
+	}
+	// Plugins whose file went away or changed: close them once their calls
+	// finish, without holding up the reload.
+	for path, old := range r.files {
+		if next[path] != old && old.plugin != nil {
+			go old.plugin.close(r.opts.Logger)
+		}
+	}
+	r.files = next
+	r.cur.Store(s)
+	return true, nil
+}
+
+func (s *snapshot) add(p *Plugin, opts Options) {
+	log := opts.Logger
+	served := 0
+	refuse := func(kind, name string, prev *Plugin) {
+		err := fmt.Errorf("%s %q is already served by plugin %s (%s); refused for plugin %s (%s)",
+			kind, name, prev.Name(), prev.Path, p.Name(), p.Path)
+		log.Error("duplicate "+kind+" name", kind, name,
+			"kept_plugin", prev.Name(), "kept_path", prev.Path,
+			"refused_plugin", p.Name(), "refused_path", p.Path)
+		s.problems = append(s.problems, Problem{Path: p.Path, Err: err})
+	}
+	for i := range p.Manifest.Tools {
+		def := &p.Manifest.Tools[i]
+		if def.When != "" && !slices.Contains(opts.Conditions, def.When) {
+			log.Debug("tool not served: its condition is not met", "tool", def.Name, "plugin", p.Name(), "when", def.When)
+			continue
+		}
+		if prev, dup := s.tools[def.Name]; dup {
+			refuse("tool", def.Name, prev.Plugin)
+			continue
+		}
+		if owner, dup := s.aliases[def.Name]; dup {
+			refuse("tool", def.Name, s.tools[owner].Plugin)
+			continue
+		}
+		s.tools[def.Name] = Tool{Def: def, Plugin: p}
+		s.order = append(s.order, def.Name)
+		served++
+		for _, a := range def.Aliases {
+			if prev, dup := s.tools[a]; dup {
+				refuse("tool alias", a, prev.Plugin)
+				continue
+			}
+			if owner, dup := s.aliases[a]; dup {
+				refuse("tool alias", a, s.tools[owner].Plugin)
+				continue
+			}
+			s.aliases[a] = def.Name
+		}
+	}
+	for i := range p.Manifest.Resources {
+		def := &p.Manifest.Resources[i]
+		if prev, dup := s.resources[def.URI]; dup {
+			refuse("resource", def.URI, prev.Plugin)
+			continue
+		}
+		s.resources[def.URI] = Resource{Def: def, Plugin: p}
+		s.resourceOrder = append(s.resourceOrder, def.URI)
+		served++
+	}
+	for i := range p.Manifest.ResourceTemplates {
+		def := &p.Manifest.ResourceTemplates[i]
+		if j := slices.IndexFunc(s.templates, func(t Template) bool { return t.Def.URITemplate == def.URITemplate }); j >= 0 {
+			refuse("resource template", def.URITemplate, s.templates[j].Plugin)
+			continue
+		}
+		s.templates = append(s.templates, Template{Def: def, Plugin: p})
+		served++
+	}
+	for i := range p.Manifest.Prompts {
+		def := &p.Manifest.Prompts[i]
+		if prev, dup := s.prompts[def.Name]; dup {
+			refuse("prompt", def.Name, prev.Plugin)
+			continue
+		}
+		s.prompts[def.Name] = Prompt{Def: def, Plugin: p}
+		s.promptOrder = append(s.promptOrder, def.Name)
+		served++
+	}
+	if served > 0 {
+		s.plugins = append(s.plugins, p)
+	}
+	log.Debug("plugin loaded", "plugin", p.Name(), "path", p.Path, "served", served, "manifest_from_section", p.FromSection)
+}
+
+func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
+	p := &Plugin{Path: path, engine: opts.Engine}
+	raw, found, err := manifestSection(path)
+	if err != nil {
+		return nil, fmt.Errorf("not a loadable WebAssembly module: %w", err)
+	}
+	if found {
+		p.FromSection = true
+	} else {
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if raw, err = describeCached(ctx, path, wasm, opts); err != nil {
+			return nil, err
+		}
+	}
+	if err := json.Unmarshal(raw, &p.Manifest); err != nil {
+		return nil, fmt.Errorf("manifest is not valid JSON: %w", err)
+	}
+	if p.Manifest.Plugin.Name == "" {
+		p.Manifest.Plugin.Name = strings.TrimSuffix(filepath.Base(path), ".wasm")
+	}
+	if err := p.Manifest.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid manifest: %w", err)
+	}
+	return p, nil
+}
+
+// manifestSection reads the embedded manifest, touching only section
+// headers and the section itself, so start-up does not grow with module size.
+func manifestSection(path string) ([]byte, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	return wasmfile.ReadCustomSection(f, st.Size(), abi.ManifestSection)
+}
+
+// describeCached returns the describe output of a module without an
+// embedded manifest, running describe only the first time a given module
+// (by sha256) is seen.
+func describeCached(ctx context.Context, path string, wasm []byte, opts Options) ([]byte, error) {
+	sum := sha256.Sum256(wasm)
+	var cacheFile string
+	if opts.DataDir != "" {
+		cacheFile = filepath.Join(opts.DataDir, "manifests", hex.EncodeToString(sum[:])+".json")
+		if b, err := os.ReadFile(cacheFile); err == nil {
+			return b, nil
+		}
+	}
+	if opts.Engine == nil {
+		return nil, errors.New("module has no embedded manifest and no engine was given to describe it")
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	rt, err := opts.Engine.Compile(ctx, name, wasm, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(ctx)
+	dctx, cancel := context.WithTimeout(ctx, opts.DescribeTimeout)
+	defer cancel()
+	out, err := rt.Describe(dctx)
+	if err != nil {
+		return nil, fmt.Errorf("describe: %w", err)
+	}
+	if cacheFile != "" {
+		if err := writeFileAtomic(cacheFile, out); err != nil {
+			opts.Logger.Warn("describe cache not written", "path", cacheFile, "err", err)
+		}
+	}
+	return out, nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func (r *Registry) snap() *snapshot { return r.cur.Load() }
+
+// Tool returns the tool of that name.
+func (r *Registry) Tool(name string) (Tool, bool) {
+	t, ok := r.snap().tools[name]
+	return t, ok
+}
+
+// Resolve returns the tool served under name: its own name, or one of the
+// aliases it declares (abi.Tool.Aliases).
+func (r *Registry) Resolve(name string) (Tool, bool) {
+	s := r.snap()
+	if t, ok := s.tools[name]; ok {
+		return t, true
+	}
+	if canonical, ok := s.aliases[name]; ok {
+		return s.tools[canonical], true
+	}
+	return Tool{}, false
+}
+
+// Tools returns every served tool in load order.
+func (r *Registry) Tools() []Tool {
+	s := r.snap()
+	out := make([]Tool, 0, len(s.order))
+	for _, n := range s.order {
+		out = append(out, s.tools[n])
+	}
+	return out
+}
+
+// Resource returns the resource served at uri (not a template match).
+func (r *Registry) Resource(uri string) (Resource, bool) {
+	x, ok := r.snap().resources[uri]
+	return x, ok
+}
+
+// Resources returns every served resource in load order.
+func (r *Registry) Resources() []Resource {
+	s := r.snap()
+	out := make([]Resource, 0, len(s.resourceOrder))
+	for _, u := range s.resourceOrder {
+		out = append(out, s.resources[u])
+	}
+	return out
+}
+
+// Template returns the resource template with that uriTemplate.
+func (r *Registry) Template(uriTemplate string) (Template, bool) {
+	for _, t := range r.snap().templates {
+		if t.Def.URITemplate == uriTemplate {
+			return t, true
+		}
+	}
+	return Template{}, false
+}
+
+// Templates returns every served resource template in load order.
+func (r *Registry) Templates() []Template { return slices.Clone(r.snap().templates) }
+
+// Prompt returns the prompt of that name.
+func (r *Registry) Prompt(name string) (Prompt, bool) {
+	x, ok := r.snap().prompts[name]
+	return x, ok
+}
+
+// Prompts returns every served prompt in load order.
+func (r *Registry) Prompts() []Prompt {
+	s := r.snap()
+	out := make([]Prompt, 0, len(s.promptOrder))
+	for _, n := range s.promptOrder {
+		out = append(out, s.prompts[n])
+	}
+	return out
+}
+
+// Plugins returns the plugins that serve at least one tool, resource,
+// resource template or prompt.
+func (r *Registry) Plugins() []*Plugin { return slices.Clone(r.snap().plugins) }
+
+// Problems returns the plugins and tools that were refused.
+func (r *Registry) Problems() []Problem { return slices.Clone(r.snap().problems) }
+
+// Warm compiles every plugin and readies one instance of each in the
+// background, at most parallel at a time, so first calls do not pay for
+// compilation. Errors are logged; the call path reports them again.
+func (r *Registry) Warm(ctx context.Context, parallel int, log *slog.Logger) {
+	r.warm(ctx, r.snap().plugins, parallel, log)
+}
+
+func (r *Registry) warm(ctx context.Context, plugins []*Plugin, parallel int, log *slog.Logger) {
+	sem := make(chan struct{}, max(1, parallel))
+	for _, p := range plugins {
+		go func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			rt, err := p.Runtime(ctx)
+			if err == nil {
+				err = rt.Warm(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("plugin warm-up failed", "plugin", p.Name(), "err", err)
+			}
+		}()
+	}
+}
+
+// Close releases every compiled plugin, waiting until ctx ends for calls in
+// flight. It returns runtime.ErrBusy if some were still running, in which
+// case the engine must be left open (the process is usually exiting).
+func (r *Registry) Close(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var busy error
+	for _, e := range r.files {
+		if e.plugin == nil {
+			continue
+		}
+		if err := e.plugin.closeRuntime(ctx); errors.Is(err, runtime.ErrBusy) {
+			busy = err
+		}
+	}
+	return busy
+}
+
+// closeRuntime stops the plugin from compiling and closes its compiled
+// code, waiting until ctx ends for calls in flight.
+func (p *Plugin) closeRuntime(ctx context.Context) error {
+	// Do waits for a compilation in flight, so rt is safe to read after.
+	p.once.Do(func() { p.err = errors.New("plugin registry closed") })
+	if p.rt != nil {
+		return p.rt.Close(ctx)
+	}
+	return nil
+}
+
+// close is closeRuntime for a plugin a reload retired: it waits up to a
+// minute for its calls in flight.
+func (p *Plugin) close(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.closeRuntime(ctx); err != nil {
+		log.Warn("retired plugin not closed", "plugin", p.Name(), "path", p.Path, "err", err)
+	}
+}

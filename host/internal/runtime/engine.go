@@ -1,0 +1,212 @@
+// Package runtime executes plugin modules on wazero. It owns the sandbox
+// (WASI preview 1 without files, sockets or environment), the native
+// implementation of the Extism kernel functions and of plugboard's own host
+// module, instance pools, per-call deadlines, the memory cap, payload caps and
+// the on-disk cache of compiled code. It knows nothing of MCP, tool schemas or
+// callers: it moves bytes into a guest export and bytes out, and turns every
+// way a guest can fail into an envelope.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	goruntime "runtime"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/wasmfile"
+)
+
+// Config bounds what one plugin instance and one call may use. Zero fields
+// take the defaults of DefaultConfig.
+type Config struct {
+	// CacheDir holds compiled machine code between runs; "" keeps it in memory.
+	CacheDir string
+	// MemoryLimitPages caps each instance's linear memory (64 KiB pages).
+	MemoryLimitPages uint32
+	// MaxInputBytes caps the input handed to an export.
+	MaxInputBytes int
+	// MaxOutputBytes caps what an export may output.
+	MaxOutputBytes int
+	// MaxHostCallBytes caps one host-function payload and one kernel block.
+	MaxHostCallBytes int
+	// MaxKernelBytes caps all kernel blocks a guest allocates during one call.
+	MaxKernelBytes int
+	// MaxInstances caps concurrently running instances per plugin; further
+	// calls wait for a free one.
+	MaxInstances int
+	// Logger receives guest log lines and runtime events.
+	Logger *slog.Logger
+	// Board serves abi.FuncBoard: req is the guest's BoardRequest, granted
+	// reports the plugin's grants. nil answers every board call with
+	// CodeUnavailable.
+	Board BoardHandler
+}
+
+// BoardHandler serves one board API call from a plugin.
+type BoardHandler func(ctx context.Context, granted func(capability string) bool, req []byte) (json.RawMessage, *abi.Envelope)
+
+// DefaultConfig returns the limits used when a field is zero.
+func DefaultConfig() Config {
+	return Config{
+		MemoryLimitPages: 2048, // 128 MiB
+		MaxInputBytes:    4 << 20,
+		MaxOutputBytes:   4 << 20,
+		MaxHostCallBytes: 1 << 20,
+		MaxKernelBytes:   16 << 20,
+		MaxInstances:     max(4, 2*goruntime.GOMAXPROCS(0)),
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.MemoryLimitPages == 0 {
+		c.MemoryLimitPages = d.MemoryLimitPages
+	}
+	if c.MaxInputBytes == 0 {
+		c.MaxInputBytes = d.MaxInputBytes
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = d.MaxOutputBytes
+	}
+	if c.MaxHostCallBytes == 0 {
+		c.MaxHostCallBytes = d.MaxHostCallBytes
+	}
+	if c.MaxKernelBytes == 0 {
+		c.MaxKernelBytes = d.MaxKernelBytes
+	}
+	c.MaxKernelBytes = max(c.MaxKernelBytes, c.MaxOutputBytes+c.MaxInputBytes)
+	if c.MaxInstances == 0 {
+		c.MaxInstances = d.MaxInstances
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// Engine is one wazero runtime with the host modules instantiated. Plugins
+// compiled by one Engine share its compilation cache and host modules.
+type Engine struct {
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	cfg    Config
+	memory experimental.MemoryAllocator
+}
+
+// New creates an Engine. Close releases it and every plugin it compiled.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", cfg.CacheDir, err)
+		}
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	// NewRuntimeConfig picks the optimizing compiler where wazero supports
+	// it and the interpreter elsewhere. Termination is ensured by our own
+	// loop instrumentation (wasmfile.Instrument), not by wazero's
+	// close-on-context-done, which exits to Go at every loop iteration.
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(false).
+		WithMemoryLimitPages(cfg.MemoryLimitPages).
+		WithCompilationCache(cache)
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	e := &Engine{rt: rt, cache: cache, cfg: cfg, memory: newMemoryAllocator(uint64(cfg.MemoryLimitPages) << 16)}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("instantiate WASI: %w", err)
+	}
+	if err := e.instantiateKernel(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
+	}
+	if err := e.instantiateHostV1(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close releases the runtime; plugins compiled by it become unusable.
+func (e *Engine) Close(ctx context.Context) error {
+	err := e.rt.Close(ctx)
+	if cerr := e.cache.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Config returns the effective limits.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Compile compiles a module (or loads its machine code from the cache) and
+// returns a Plugin ready to call. grants are the capabilities the plugin may
+// use in abi.HostModule.
+func (e *Engine) Compile(ctx context.Context, name string, wasm []byte, grants []string) (*Plugin, error) {
+	instrumented, err := wasmfile.Instrument(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("instrument %s: %w", name, err)
+	}
+	cm, err := e.rt.CompileModule(ctx, instrumented)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	if err := checkImports(cm); err != nil {
+		_ = cm.Close(ctx)
+		return nil, fmt.Errorf("plugin %s: %w", name, err)
+	}
+	p := &Plugin{
+		name:     name,
+		engine:   e,
+		compiled: cm,
+		grants:   map[string]bool{},
+		slots:    make(chan struct{}, e.cfg.MaxInstances),
+		idle:     make(chan *instance, e.cfg.MaxInstances),
+	}
+	for _, g := range grants {
+		p.grants[g] = true
+	}
+	return p, nil
+}
+
+// checkImports refuses modules importing anything the host does not provide,
+// with a message naming the import, instead of wazero's generic link error.
+func checkImports(cm wazero.CompiledModule) error {
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch mod {
+		case abi.WASIModule:
+			continue
+		case abi.ExtismModule:
+			if _, ok := kernelFuncs[name]; ok {
+				continue
+			}
+		case abi.HostModule:
+			if hostV1Known(name) || name == wasmfile.YieldName {
+				continue
+			}
+		}
+		return fmt.Errorf("imports %s.%s, which plugboard does not provide (allowed modules: %s, %s, %s)",
+			mod, name, abi.ExtismModule, abi.HostModule, abi.WASIModule)
+	}
+	for _, m := range cm.ImportedMemories() {
+		mod, name, _ := m.Import()
+		return fmt.Errorf("imports memory %s.%s; plugins must define their own memory", mod, name)
+	}
+	return nil
+}
+
+// randSource is the guest's random source: real entropy, so map seeds and
+// guest randomness cannot be predicted from outside.
+var randSource io.Reader = rand.Reader

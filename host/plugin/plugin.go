@@ -1,0 +1,86 @@
+// Package plugin is the public face of plugboard's plugin engine, for tools
+// that work with plugin files without a board: building a plugin
+// (plugboard plugin build), inspecting one (plugboard plugin inspect), the
+// conformance kit and the benchmarks. It owns no behaviour of its own: it
+// names what those tools need from the host's internal packages — the
+// sandboxed engine that compiles and calls modules (host/internal/runtime),
+// the reader and editor of the binary format (host/internal/wasmfile), and
+// a folder of plugins served through the same registry and call pipeline
+// as `plugboard serve` (host/internal/registry and host/internal/dispatch),
+// here without a board, caller policy, decision log or deduplication.
+//
+// Embedding a whole host (board, MCP server, configuration) is package
+// host's job, not this one's.
+package plugin
+
+import (
+	"context"
+
+	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/wasmfile"
+)
+
+// Engine is one sandboxed WebAssembly runtime with the host modules (WASI
+// without files, sockets or environment; the Extism kernel;
+// plugboard:host/v1) instantiated. Compile turns a module into a Plugin;
+// Close releases the engine and every plugin it compiled.
+type Engine = runtime.Engine
+
+// Config bounds what one plugin instance and one call may use (memory,
+// payload sizes, instances) and where compiled code is cached; zero fields
+// take the host's defaults, as `plugboard serve` does.
+type Config = runtime.Config
+
+// Plugin is one compiled module with its pool of instances: Call runs an
+// export, Describe runs describe, Warm readies an instance, Close discards
+// it. It is safe for concurrent use.
+type Plugin = runtime.Plugin
+
+// CallOptions carries what one Plugin.Call gives the guest besides its
+// input (progress and log receivers, configuration, MCP client).
+type CallOptions = runtime.CallOptions
+
+// ErrBusy is returned by a Close that gave up waiting for calls still
+// running (Plugin.Close, Set.Close): their instances' memory is in use, so
+// the Engine must not be closed.
+var ErrBusy = runtime.ErrBusy
+
+// NewEngine starts an Engine.
+func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
+	return runtime.New(ctx, cfg)
+}
+
+// Info is what Parse learns from a binary: imports, exports, custom
+// sections, function types.
+type Info = wasmfile.Info
+
+// Import is one entry of a module's import section.
+type Import = wasmfile.Import
+
+// KindFunc is the external kind of a function import or export.
+const KindFunc = wasmfile.KindFunc
+
+// YieldModule and YieldName name the host function the engine's loop
+// instrumentation adds to every module it compiles; a plugin must not
+// import it itself.
+const (
+	YieldModule = wasmfile.YieldModule
+	YieldName   = wasmfile.YieldName
+)
+
+// Parse reads a WebAssembly binary's sections without compiling it.
+func Parse(wasm []byte) (*Info, error) {
+	return wasmfile.Parse(wasm)
+}
+
+// CustomSection returns the content of the custom section of that name (the
+// last one when the name repeats), and whether there is one.
+func CustomSection(wasm []byte, name string) ([]byte, bool, error) {
+	return wasmfile.CustomSection(wasm, name)
+}
+
+// SetCustomSection returns a copy of wasm with every custom section of that
+// name removed and one holding content appended at the end.
+func SetCustomSection(wasm []byte, name string, content []byte) ([]byte, error) {
+	return wasmfile.SetCustomSection(wasm, name, content)
+}

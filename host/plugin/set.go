@@ -1,0 +1,104 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/registry"
+)
+
+// Request is one tool call: the tool's name or alias, its arguments, and
+// optionally a progress receiver, caller and MCP client.
+type Request = dispatch.Request
+
+// Result is a normalised tool result: on success Structured and Content;
+// on failure Envelope (IsError), with Structured holding its JSON.
+type Result = dispatch.Result
+
+// LoadOptions configures LoadDir. The zero value loads as `plugboard serve`
+// does by default, minus the board.
+type LoadOptions struct {
+	// DataDir holds the describe cache (manifests of modules without an
+	// embedded section); "" disables it.
+	DataDir string
+	// DescribeTimeout bounds describe for modules without a manifest
+	// section; 0 means the registry's default (10 s).
+	DescribeTimeout time.Duration
+	// CallTimeout is each call's deadline and the cap of a tool's own
+	// timeout_ms; 0 keeps serve's defaults (30 s, capped at 5 min).
+	CallTimeout time.Duration
+	// NoRetry turns off the host's retries of retryable failures, so every
+	// call runs once.
+	NoRetry bool
+	// Conditions are the abi.Conditions taken as met: a tool whose When
+	// names another is not served.
+	Conditions []string
+}
+
+// Set is a folder of plugins loaded as `plugboard serve` loads them
+// (manifests from the embedded section or describe, every declared
+// capability granted, each plugin compiled on first use) with the host's
+// call pipeline over them: name or alias, argument validation, deadline,
+// retries, result normalisation. There is no board (board calls answer
+// unavailable), caller policy, decision log or request_id deduplication.
+// It is safe for concurrent use.
+type Set struct {
+	reg *registry.Registry
+	d   *dispatch.Dispatcher
+}
+
+// LoadDir loads every .wasm file under dir (recursively) into eng. A broken
+// plugin does not fail the load: its tools are not served, and Plugin's
+// error names why. Close releases the set.
+func LoadDir(ctx context.Context, eng *Engine, dir string, opts LoadOptions) (*Set, error) {
+	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: opts.DataDir, Engine: eng,
+		DescribeTimeout: opts.DescribeTimeout, Conditions: opts.Conditions})
+	if err != nil {
+		return nil, err
+	}
+	do := dispatch.Options{DefaultTimeout: opts.CallTimeout, MaxTimeout: opts.CallTimeout}
+	if opts.NoRetry {
+		do.Retry.Max = -1
+	}
+	return &Set{reg: reg, d: dispatch.New(reg, do)}, nil
+}
+
+// Call runs one call through the pipeline. Every failure, the host's own
+// included, is an envelope in the result.
+func (s *Set) Call(ctx context.Context, req Request) *Result {
+	return s.d.Call(ctx, req)
+}
+
+// Tools returns the names of the served tools, in the order they are listed.
+func (s *Set) Tools() []string {
+	tools := s.reg.Tools()
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Def.Name
+	}
+	return names
+}
+
+// Plugin returns the compiled plugin serving a tool (compiling it on first
+// use), to call its exports below the pipeline. The error of a tool that is
+// not served names every plugin file the set could not load and why.
+func (s *Set) Plugin(ctx context.Context, tool string) (*Plugin, error) {
+	t, ok := s.reg.Resolve(tool)
+	if !ok {
+		err := fmt.Errorf("tool %q is not served", tool)
+		for _, p := range s.reg.Problems() {
+			err = errors.Join(err, fmt.Errorf("%s: %w", p.Path, p.Err))
+		}
+		return nil, err
+	}
+	return t.Plugin.Runtime(ctx)
+}
+
+// Close closes every plugin of the set, waiting for calls in flight until
+// ctx is done; it returns ErrBusy if some were still running.
+func (s *Set) Close(ctx context.Context) error {
+	return s.reg.Close(ctx)
+}
