@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 
 	"github.com/plugboard/plugboard/build"
 	"github.com/plugboard/plugboard/host"
@@ -56,4 +59,44 @@ func Example() {
 	}
 	fmt.Println(out.Text)
 	// Output: hello from Go
+}
+
+// A program that only drives the task board opens it alone: projects over
+// git repositories, tasks, attempts — the operator's API, in the shapes
+// agents see (abi/tasks).
+func ExampleOpenBoard() {
+	ctx := context.Background()
+	work, err := os.MkdirTemp("", "plugboard-board-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	repo := filepath.Join(work, "app")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
+		{"-C", repo, "-c", "user.name=example", "-c", "user.email=example@plugboard.invalid", "commit", "-q", "--allow-empty", "-m", "start"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			log.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+
+	b, err := host.OpenBoard(ctx, host.BoardConfig{DataDir: filepath.Join(work, "data")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	project, err := b.CreateProject(ctx, "app", []host.RepoSpec{{Path: repo}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: project.ID, Title: "Add a README"}); err != nil {
+		log.Fatal(err)
+	}
+	list, err := b.ListTasks(ctx, tasks.ListTasksIn{ProjectID: project.ID})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range list.Tasks {
+		fmt.Println(t.Title, t.Status)
+	}
+	// Output: Add a README todo
 }
