@@ -37,6 +37,8 @@ type Plugin struct {
 	engine   *Engine
 	compiled wazero.CompiledModule
 	grants   map[string]bool
+	// opts are the operator's settings for this plugin (CompileWith).
+	opts PluginOptions
 
 	// slots bounds live instances; idle holds instances ready for a call.
 	slots chan struct{}
