@@ -115,6 +115,19 @@ type Content struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	Size        *int64 `json:"size,omitempty"`
+	// Annotations and Meta are MCP's optional annotations and _meta of any
+	// item; the host carries them to the client unchanged.
+	Annotations *ContentAnnotations `json:"annotations,omitempty"`
+	Meta        map[string]any      `json:"_meta,omitempty"`
+}
+
+// ContentAnnotations are MCP's annotations of a content item: who it is for
+// ("user", "assistant"), how important it is (0 to 1) and when it last
+// changed (ISO 8601).
+type ContentAnnotations struct {
+	Audience     []string `json:"audience,omitempty"`
+	Priority     *float64 `json:"priority,omitempty"`
+	LastModified string   `json:"lastModified,omitempty"`
 }
 
 // Content types.

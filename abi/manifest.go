@@ -25,6 +25,13 @@ type Manifest struct {
 	Resources         []Resource         `json:"resources,omitempty"`
 	ResourceTemplates []ResourceTemplate `json:"resource_templates,omitempty"`
 	Prompts           []Prompt           `json:"prompts,omitempty"`
+	// Stateful asks the host to run the plugin as one long-lived instance:
+	// its globals and Extism vars then persist from one call to the next,
+	// and calls are serialised. Without it the host keeps a pool of
+	// instances and a call may run on any of them, so no state can be
+	// counted on. The operator can also set it (plugins.settings); either
+	// one is enough.
+	Stateful bool `json:"stateful,omitempty"`
 }
 
 // MinVersion is the lowest ABI version whose host can serve m: 2 when it

@@ -89,8 +89,9 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 	return m, nil
 }
 
-// Describe runs a module's describe export in a throwaway engine and returns
-// the validated manifest and its compact JSON.
+// Describe runs a module's describe export (a hyper-mcp v2 plugin's list
+// exports) in a throwaway engine and returns the validated manifest and its
+// compact JSON.
 func Describe(ctx context.Context, name string, wasm []byte, timeout time.Duration) (*abi.Manifest, []byte, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -106,7 +107,7 @@ func Describe(ctx context.Context, name string, wasm []byte, timeout time.Durati
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := p.Describe(dctx)
+	out, err := plugin.Describe(dctx, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("describe: %w", err)
 	}

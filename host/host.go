@@ -79,6 +79,16 @@ type Config struct {
 	// Idempotency is the retention of request_id records (zero: the
 	// defaults of IdempotencyFromEnv with an empty environment).
 	Idempotency *IdempotencyConfig
+	// PluginSettings are the operator's settings of each plugin, by plugin
+	// name (the configuration file's plugins.settings): configuration
+	// values and secrets, egress, mounts, limits, tool names, and the
+	// source of a plugin not in PluginDirs. SetPluginSettings replaces
+	// them while the host runs.
+	PluginSettings map[string]PluginSetting
+	// ConfigFile is the configuration file the settings come from: the
+	// lockfile pinning the plugins with a source (LockFileName) is in its
+	// directory. Without one, no source plugin is loaded.
+	ConfigFile string
 }
 
 // Host is an open plugboard host. Its methods are safe for concurrent use.
@@ -109,6 +119,11 @@ func Open(ctx context.Context, cfg Config) (_ *Host, err error) {
 	}
 	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("host: data directory: %w", err)
+	}
+	if cfg.ConfigFile != "" {
+		if cfg.ConfigFile, err = filepath.Abs(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("host: configuration file: %w", err)
+		}
 	}
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = DefaultCallTimeout
@@ -175,7 +190,7 @@ func (h *Host) open(ctx context.Context) error {
 	h.idem.Logger = h.log
 	// A claim younger than the longest call must not go stale, or a slow
 	// call could run twice.
-	if longest := max(5*time.Minute, cfg.CallTimeout); h.idem.InProgressTTL > 0 && h.idem.InProgressTTL < longest {
+	if longest := max(5*time.Minute, cfg.CallTimeout, longestCallTimeout(cfg.PluginSettings)); h.idem.InProgressTTL > 0 && h.idem.InProgressTTL < longest {
 		h.log.Warn("the request_id in-progress TTL is shorter than the longest call; a retry of a slow call may run it again",
 			"ttl", h.idem.InProgressTTL, "longest_call", longest, "setting", "$"+idempotency.EnvInProgressTTL+" or the configuration's idempotency.in_progress_ttl")
 	}
@@ -228,8 +243,9 @@ func (h *Host) open(ctx context.Context) error {
 	if cfg.Board.ContextAttemptID != "" {
 		conditions = append(conditions, abi.WhenAttemptContext)
 	}
+	settings, sources := registrySettings(ctx, cfg.PluginSettings, cfg.ConfigFile, cfg.DataDir, h.log)
 	h.registry, err = registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: cfg.DataDir, Engine: engine, Logger: h.log,
-		Grants: grantsPolicy, Conditions: conditions})
+		Grants: grantsPolicy, Conditions: conditions, Settings: settings, Sources: sources})
 	if err != nil {
 		return err
 	}

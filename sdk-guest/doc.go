@@ -70,6 +70,14 @@
 // [Call.Elicit] asks its user for input (the last two need
 // Require(abi.CapSampling) and Require(abi.CapElicitation)).
 //
+// What the operator gives a plugin, per plugin under plugins.settings in
+// plugboard's configuration, [Config], [HTTP] and [OpenDir] read:
+// configuration values (Extism's config_get), HTTP requests sent by the
+// host to the hosts it allows (Extism's http_request), and directories
+// mounted into the plugin's WASI filesystem, opened as an *os.Root. In
+// native tests they read what [SetTestEnv] installs; package sdktest wraps
+// it, and also builds a plugin and calls it through plugboard.
+//
 // Each plugboard host function is imported only by the Call method that
 // uses it, so a plugin that never calls Progress or Log imports nothing
 // from plugboard:host/v1 and stays loadable by any Extism host.

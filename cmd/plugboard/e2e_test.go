@@ -103,8 +103,16 @@ func envelopeOf(t *testing.T, res *mcp.CallToolResult) abi.Envelope {
 		// structuredContent against it on isError too would lose the envelope.
 		t.Errorf("isError result with structuredContent %v: the envelope belongs in the text content only", res.StructuredContent)
 	}
+	// The envelope is the first item; a plugin's own items, kept on its
+	// error results, follow it.
 	var env abi.Envelope
-	b := []byte(text(res))
+	var b []byte
+	if len(res.Content) == 0 {
+		t.Fatal("isError result without content")
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		b = []byte(tc.Text)
+	}
 	if err := json.Unmarshal(b, &env); err != nil || env.Code == "" {
 		t.Fatalf("isError result whose text is not an envelope: %s", b)
 	}

@@ -273,7 +273,9 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host,
 		if !h.given["grants"] {
 			cfg.Grants = h.conf.Grants
 		}
-		log.Info("configuration file", "file", h.conf.File, "applied", h.applied)
+		// Per-plugin settings have no flag: the file's apply whole.
+		cfg.PluginSettings, cfg.ConfigFile = h.conf.Plugins.Settings, h.conf.File
+		log.Info("configuration file", "file", h.conf.File, "applied", h.applied, "plugin_settings", len(cfg.PluginSettings))
 	}
 	return plughost.Open(ctx, cfg)
 }

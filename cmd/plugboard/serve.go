@@ -23,7 +23,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	hf.register(fs)
 	warm := fs.Bool("warm", true, "compile plugins in the background at start-up so first calls are fast")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to FILE (for performance work)")
-	watch := fs.Duration("watch", 2*time.Second, "poll the plugin directories this often and serve plugins added, removed or changed while running (clients get list_changed); 0 turns it off")
+	watch := fs.Duration("watch", 2*time.Second, "poll the plugin directories (and the configuration file's plugin settings) this often and serve plugins added, removed or changed while running (clients get list_changed); 0 turns it off")
 	var hc httpFlags
 	hc.register(fs)
 	return func(ctx context.Context, in *invocation) error {
@@ -83,6 +83,8 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 		h.Warm(ctx)
 	}
 	go h.Watch(ctx, watch)
+	// The configuration file's plugin settings reload as the folders do.
+	go watchPluginSettings(ctx, h, hf.conf, watch)
 	if ln == nil {
 		err = h.ServeStdio(ctx, "plugboard", version)
 		if ctx.Err() != nil {

@@ -14,8 +14,9 @@
 // flags; the sections with no flag value are taken by the command unless
 // their file flag (--agents, --grants, --executors) was given.
 //
-// plugins.settings is reserved for per-plugin settings (see Plugins); until
-// they exist it must be empty.
+// plugins.settings holds each plugin's own settings (PluginSetting): the
+// values resolved from the environment and secret files are secrets, which
+// nothing here prints (Summary, errors) and ConfigValue masks.
 package config
 
 import (
@@ -23,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -98,12 +98,11 @@ type Plugins struct {
 	MaxInstances *int `json:"max_instances,omitempty"`
 	// Watch is how often serve polls the plugin folders (serve --watch).
 	Watch *Duration `json:"watch,omitempty"`
-	// Settings is reserved for per-plugin settings, keyed by plugin name:
-	// the configuration values a plugin reads, the hosts and paths it may
-	// reach, its own limits. Each plugin will get its own object there;
-	// until then the map must be empty (an object with an entry is an
-	// error naming it).
-	Settings map[string]json.RawMessage `json:"settings,omitempty"`
+	// Settings are the operator's settings of each plugin, keyed by plugin
+	// name (see PluginSetting): the configuration values it reads, the
+	// hosts and paths it may reach, its own limits and tool names, and the
+	// source of a plugin that is not in Dirs.
+	Settings map[string]PluginSetting `json:"settings,omitempty"`
 }
 
 // AgentEnv is the agent_env section: the environment and limits of
@@ -307,10 +306,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	notNegativeInt(fail, jsonfile.Path{"plugins", "max_instances"}, s.Plugins.MaxInstances, "0: 2 x CPUs, at least 4")
 	notNegative(fail, jsonfile.Path{"plugins", "watch"}, s.Plugins.Watch, "0 turns watching off")
-	for _, name := range slices.Sorted(maps.Keys(s.Plugins.Settings)) {
-		fail(jsonfile.Path{"plugins", "settings", name},
-			"per-plugin settings are not supported yet; plugins.settings is reserved for them and must be empty")
-	}
+	checkSettings(c.Plugins.Settings, base, fail)
 
 	// agent_env
 	for i, kv := range s.AgentEnv.Set {
@@ -571,6 +567,9 @@ func (c *Config) Summary() string {
 	}
 	if len(plugins) > 0 {
 		add("plugins (%s)", strings.Join(plugins, ", "))
+	}
+	if len(c.Plugins.Settings) > 0 {
+		add("plugins.settings (%s)", settingsSummary(c.Plugins.Settings))
 	}
 	if c.Agents != nil {
 		agents := c.Agents.Agents()

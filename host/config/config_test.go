@@ -45,8 +45,12 @@ func TestReadmeExample(t *testing.T) {
 	}
 	p := c.Plugins
 	if !slices.Equal(p.Dirs, []string{"/opt/plugboard/plugins"}) || p.CallTimeout.D() != 30*time.Second || *p.MemoryLimitMiB != 128 ||
-		*p.MaxInstances != 8 || p.Watch.D() != 2*time.Second || len(p.Settings) != 0 {
+		*p.MaxInstances != 8 || p.Watch.D() != 2*time.Second || len(p.Settings) != 1 {
 		t.Errorf("plugins %+v", p)
+	}
+	if gh := p.Settings["github"]; gh.Source != "oci://ghcr.io/example/github-mcp:1.4.0" || gh.Config["api_url"].Value() != "https://api.github.com" ||
+		gh.Prefix != "gh_" || len(gh.AllowedHosts) != 1 {
+		t.Errorf("plugins.settings.github %+v", gh)
 	}
 	if a, ok := c.Agents.Agent("worker1"); !ok || a.Type != "WORKER" || a.Supervisor != "sup" {
 		t.Errorf("agents: worker1 = %+v", a)
@@ -78,7 +82,8 @@ func TestReadmeExample(t *testing.T) {
 		t.Errorf("http %+v", h)
 	}
 	want := "/etc/plugboard/plugboard.json: ok: data /var/lib/plugboard; log_level info; " +
-		"plugins (1 dir, call_timeout, memory_limit_mib, max_instances, watch); agents (2 agents, 0 with a token); " +
+		"plugins (1 dir, call_timeout, memory_limit_mib, max_instances, watch); " +
+		"plugins.settings (github: oci source, config (1 value, 0 secrets), 1 allowed host, prefix gh_); agents (2 agents, 0 with a token); " +
 		"grants (default declared, 1 plugin); executors (MY_AGENT); agent_env; board.guard balanced; audit; idempotency; " +
 		"http (127.0.0.1:8080, token_file, limits)"
 	if got := c.Summary(); got != want {
@@ -139,7 +144,7 @@ func TestStrict(t *testing.T) {
 		`/srv/plugboard.json:3:46: plugins.call_timeout: want a duration string such as "90s", "10m" or "2h", got 30`,
 		`/srv/plugboard.json:3:70: plugins.memory_limit_mib: want 1 to 4096`,
 		`/srv/plugboard.json:3:90: plugins.max_instances: must not be negative (0: 2 x CPUs, at least 4), got -1`,
-		`/srv/plugboard.json:3:115: plugins.settings.echo: per-plugin settings are not supported yet`,
+		`/srv/plugboard.json:3:116: plugins.settings.echo.greeting: unknown field "greeting"`,
 		`/srv/plugboard.json:4:55: agents.agents[0].tokn: unknown field "tokn" (did you mean "token"?)`,
 		`/srv/plugboard.json:5:25: grants.default: "some" is no default; use "declared" or "none"`,
 		`/srv/plugboard.json:5:33: grants.plugin: unknown field "plugin" (did you mean "plugins"?)`,
@@ -185,9 +190,8 @@ func lineOf(e string) int {
 	return line
 }
 
-// TestPluginSection: plugin limits are checked like their flags, paths
-// are taken from the file's directory, and plugins.settings is reserved:
-// empty is fine, an entry is an error naming the plugin.
+// TestPluginSection: plugin limits are checked like their flags, and paths
+// are taken from the file's directory (plugins.settings: TestPluginSettings).
 func TestPluginSection(t *testing.T) {
 	dir := t.TempDir()
 	c, err := Parse(filepath.Join(dir, "pb.json"), []byte(`{"data": "board", "plugins": {"dirs": ["p", "/abs/q"], "settings": {}},
@@ -200,7 +204,6 @@ func TestPluginSection(t *testing.T) {
 		t.Errorf("paths: data %s, dirs %v, token_file %s", c.Data, c.Plugins.Dirs, *c.HTTP.TokenFile)
 	}
 	for body, want := range map[string]string{
-		`{"plugins": {"settings": {"echo": {}}}}`:                     `pb.json:1:35: plugins.settings.echo: per-plugin settings are not supported yet`,
 		`{"plugins": {"memory_limit_mib": 4097}}`:                     `pb.json:1:34: plugins.memory_limit_mib: want 1 to 4096`,
 		`{"plugins": {"memory_limit_mib": -1}}`:                       `pb.json:1:34: plugins.memory_limit_mib: want a whole number, 0 or more`,
 		`{"plugins": {"dirs": [""]}}`:                                 `pb.json:1:23: plugins.dirs[0]: is empty`,

@@ -16,6 +16,7 @@ package plugin
 import (
 	"context"
 
+	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
@@ -48,6 +49,14 @@ var ErrBusy = runtime.ErrBusy
 // NewEngine starts an Engine.
 func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	return runtime.New(ctx, cfg)
+}
+
+// Describe returns a compiled plugin's manifest as JSON, as the host reads
+// it from a module without an embedded one: describe's output, or for a
+// hyper-mcp v2 plugin (list_tools and call_tool, no describe) a manifest
+// made of its lists.
+func Describe(ctx context.Context, p *Plugin) ([]byte, error) {
+	return registry.Describe(ctx, p)
 }
 
 // Info is what Parse learns from a binary: imports, exports, custom

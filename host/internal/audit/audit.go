@@ -14,7 +14,11 @@
 // the call. Flush
 // waits for what is queued; Close drains the queue and stops the writer.
 // A write that fails is logged and never fails the call. Inputs are stored
-// with the tool's sensitive top-level fields masked as "***".
+// with the tool's sensitive top-level fields masked as "***", and input,
+// result, error and HTTP requests with the plugin's secrets (its settings'
+// values from the environment and secret files) masked as *** wherever
+// they appear. Each HTTP request the plugin made is kept in the row (the
+// http column).
 //
 // The log is bounded (Options): a payload (input, result, error) longer
 // than PayloadMax is stored as its size, SHA-256 and a prefix — masked
@@ -263,8 +267,8 @@ func (l *Log) apply(batch []write) {
 			writes = append(writes, w.DecisionWrite)
 		case inserted[w.ID] != nil:
 			d, f := inserted[w.ID], w.Finish
-			d.Status, d.Result, d.ErrorCode, d.Error, d.DurationMS, d.Attempts, d.FinishedAt =
-				f.Status, f.Result, f.ErrorCode, f.Error, &f.DurationMS, f.Attempts, &f.FinishedAt
+			d.Status, d.Result, d.ErrorCode, d.Error, d.DurationMS, d.Attempts, d.FinishedAt, d.HTTP =
+				f.Status, f.Result, f.ErrorCode, f.Error, &f.DurationMS, f.Attempts, &f.FinishedAt, f.HTTP
 		default:
 			writes = append(writes, w.DecisionWrite)
 		}
@@ -324,7 +328,7 @@ const Masked = `"***"`
 func (l *Log) Invoked(_ context.Context, call dispatch.AuditCall) string {
 	// Masked first: what is capped — its prefix, its hash — holds no secret.
 	d := &store.Decision{ID: store.NewID(), Kind: store.DecisionKindCall, Tool: call.Tool, RequestID: call.RequestID,
-		Input: l.capped(Mask(call.Input, call.Sensitive)), Status: store.DecisionInvoked, CreatedAt: store.FormatTime(l.now())}
+		Input: l.capped(redact(Mask(call.Input, call.Sensitive), call.Redact)), Status: store.DecisionInvoked, CreatedAt: store.FormatTime(l.now())}
 	if c := call.Caller; c != nil {
 		d.AgentID, d.AgentType = c.ID, c.Role
 	}
@@ -352,8 +356,44 @@ func (l *Log) Finished(_ context.Context, id string, o dispatch.AuditOutcome) {
 	if len(f.Result) > 0 && !json.Valid(f.Result) {
 		f.Result, _ = json.Marshal(string(f.Result))
 	}
-	f.Result, f.Error = l.capped(f.Result), l.capped(f.Error)
+	if len(o.HTTP) > 0 {
+		f.HTTP = httpRecords(o.HTTP)
+	}
+	f.Result, f.Error, f.HTTP = redact(f.Result, o.Redact), redact(f.Error, o.Redact), redact(f.HTTP, o.Redact)
+	f.Result, f.Error, f.HTTP = l.capped(f.Result), l.capped(f.Error), l.capped(f.HTTP)
 	l.enqueue(write{DecisionWrite: store.DecisionWrite{ID: id, Finish: f}})
+}
+
+// redact returns b with the plugin's secrets masked by mask (the
+// runtime's Redactor: the value and its JSON, URL-path and URL-query
+// escapings become ***, which keeps JSON valid); b itself when mask is nil.
+func redact(b json.RawMessage, mask func(string) string) json.RawMessage {
+	if mask == nil || len(b) == 0 {
+		return b
+	}
+	return json.RawMessage(mask(string(b)))
+}
+
+// HTTPRequest is one HTTP request a plugin made during a call, as the
+// decision log keeps it (the http column: a JSON array of them).
+type HTTPRequest struct {
+	Method string `json:"method"`
+	// URL is scheme://host[:port]/path: no user info, query or fragment.
+	URL        string `json:"url"`
+	Status     int    `json:"status,omitempty"`
+	Bytes      int64  `json:"bytes"`
+	DurationMS int64  `json:"duration_ms"`
+	// Error is why the request failed or was refused.
+	Error string `json:"error,omitempty"`
+}
+
+func httpRecords(recs []dispatch.HTTPRecord) json.RawMessage {
+	out := make([]HTTPRequest, len(recs))
+	for i, r := range recs {
+		out[i] = HTTPRequest{Method: r.Method, URL: r.URL, Status: r.Status, Bytes: r.Bytes, DurationMS: r.Duration.Milliseconds(), Error: r.Err}
+	}
+	b, _ := json.Marshal(out)
+	return b
 }
 
 // capped returns b, copied (it is written later, and the caller may reuse

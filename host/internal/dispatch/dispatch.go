@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
@@ -76,6 +77,10 @@ type Dispatcher struct {
 	// tools holds one *toolState per tool definition (keyed by *abi.Tool,
 	// so a reloaded plugin gets fresh ones).
 	tools sync.Map
+	// relists holds a *relisting per plugin that said its lists changed
+	// (hyper.go); seq numbers the request ids of hyper-mcp v2 calls.
+	relists sync.Map
+	seq     atomic.Uint64
 }
 
 // toolState is what the dispatcher derives from a tool definition once.
@@ -234,6 +239,12 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	}
 	st := d.state(tool.Def)
 	audit := AuditCall{Caller: req.Caller, Tool: req.Tool, Input: req.Arguments, Sensitive: st.sensitive}
+	// The plugin's secrets (its settings' values from the environment and
+	// secret files) are masked wherever the call is recorded.
+	redactor := tool.Plugin.Redactor()
+	if redactor.Active() {
+		audit.Redact = redactor.String
+	}
 	if k := tool.Def.Idempotency; k != nil {
 		audit.RequestID, _, _ = idempotency.Key(req.Arguments, k.KeyField)
 	}
@@ -245,20 +256,20 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 		auditID = d.opts.Auditor.Invoked(ctx, audit)
 	}
 	start := time.Now()
-	var ex execution
+	ex := execution{recordHTTP: d.opts.Auditor != nil}
 	res := d.steps(ctx, tool, req, st, &ex)
 	// The call's own context may have ended: the outcome is recorded
 	// (and escalated) all the same.
 	after := context.WithoutCancel(ctx)
 	if d.opts.Auditor != nil {
-		out := AuditOutcome{Envelope: res.Envelope, Duration: time.Since(start), Attempts: ex.attempts}
+		out := AuditOutcome{Envelope: res.Envelope, Duration: time.Since(start), Attempts: ex.attempts, HTTP: ex.http, Redact: audit.Redact}
 		if !res.IsError() {
 			out.Result = res.Structured
 		}
 		d.opts.Auditor.Finished(after, auditID, out)
 	}
 	if res.IsError() && ex.pluginFailed && res.Envelope.Code != abi.CodeCancelled && d.opts.Escalator != nil {
-		d.opts.Escalator.Failed(after, audit, res.Envelope)
+		d.opts.Escalator.Failed(after, audit, redactor.Envelope(res.Envelope))
 	}
 	return res
 }
@@ -269,6 +280,18 @@ type execution struct {
 	attempts int
 	// pluginFailed is set when the plugin step's final run failed.
 	pluginFailed bool
+	// http are the plugin's HTTP requests in every run, kept when
+	// recordHTTP is set (for the decision log).
+	recordHTTP bool
+	httpMu     sync.Mutex
+	http       []HTTPRecord
+}
+
+// recordRequest keeps one of the plugin's HTTP requests.
+func (ex *execution) recordRequest(r HTTPRecord) {
+	ex.httpMu.Lock()
+	ex.http = append(ex.http, r)
+	ex.httpMu.Unlock()
 }
 
 // steps runs the caller policy, validation, idempotency and plugin steps.
@@ -365,16 +388,21 @@ func (d *Dispatcher) retry(ctx context.Context, tool registry.Tool, req Request,
 		ex.attempts, ex.pluginFailed = 1, true
 		return failed(loadFailed(tool.Plugin, err).WithDetail("tool", req.Tool))
 	}
-	timeout := d.opts.DefaultTimeout
+	// The plugin's own call_timeout (its settings) replaces the host's
+	// default and caps what its tools declare.
+	timeout, maxTimeout := d.opts.DefaultTimeout, d.opts.MaxTimeout
+	if t := tool.Plugin.CallTimeout(); t > 0 {
+		timeout, maxTimeout = t, t
+	}
 	if tool.Def.TimeoutMS > 0 {
-		timeout = min(time.Duration(tool.Def.TimeoutMS)*time.Millisecond, d.opts.MaxTimeout)
+		timeout = min(time.Duration(tool.Def.TimeoutMS)*time.Millisecond, maxTimeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	again := requestID != "" || (tool.Def.Annotations != nil && tool.Def.Annotations.ReadOnlyHint)
 	wait := d.opts.Retry.Backoff
 	for {
-		res := d.run(ctx, rt, timeout, tool, req, requestID)
+		res := d.run(ctx, rt, timeout, tool, req, requestID, ex)
 		ex.attempts++
 		if !res.IsError() {
 			ex.pluginFailed = false
@@ -425,15 +453,38 @@ func loadFailed(p *registry.Plugin, err error) *abi.Envelope {
 // carries the call's deadline (timeout long, for the envelope). requestID
 // is the call's idempotency key, passed on to the plugin in the call
 // context.
-func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.Duration, tool registry.Tool, req Request, requestID string) *Result {
+func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.Duration, tool registry.Tool, req Request, requestID string, ex *execution) *Result {
 	// Each run starts its board operations from the first again, so a
 	// rerun finds the effects the previous run journaled.
 	ctx = idempotency.NewRun(ctx)
-	input, err := encodeRequest(ctx, req, requestID)
+	// The plugin knows its tool by its manifest's name, whatever name the
+	// settings serve it under.
+	named := req
+	if tool.PluginName != "" {
+		named.Tool = tool.PluginName
+	}
+	export := abi.ExportCall
+	var (
+		input []byte
+		err   error
+	)
+	if registry.IsHyperV2(rt) {
+		export = registry.HyperCallTool
+		input, err = d.encodeHyperCall(named, requestID)
+	} else {
+		input, err = encodeRequest(ctx, named, requestID)
+	}
 	if err != nil {
 		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))
 	}
-	out, err := rt.Call(ctx, abi.ExportCall, input, runtime.CallOptions{Progress: req.Progress, Client: req.Client})
+	opts := runtime.CallOptions{Progress: req.Progress, Client: req.Client}
+	if ex != nil && ex.recordHTTP {
+		opts.HTTP = ex.recordRequest
+	}
+	ctx, missing := runtime.RecordMissingConfig(ctx)
+	ctx, relist := d.watchLists(ctx, tool.Plugin)
+	out, err := rt.Call(ctx, export, input, opts)
+	relist()
 	if err != nil {
 		env, ok := err.(*abi.Envelope)
 		if !ok {
@@ -445,7 +496,7 @@ func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.D
 		env = env.WithDetail("tool", req.Tool)
 		return failed(env)
 	}
-	return decodeResult(tool, out)
+	return decodeResult(tool, out, missing())
 }
 
 // encodeRequest writes the CallRequest by hand: arguments are already JSON
@@ -477,7 +528,10 @@ func encodeRequest(ctx context.Context, req Request, requestID string) ([]byte, 
 	return append(b, '}'), nil
 }
 
-func decodeResult(tool registry.Tool, out []byte) *Result {
+// decodeResult normalises a plugin's CallToolResult. missing are the
+// configuration keys the plugin found unset during the call, for blaming
+// an error on the operator's configuration.
+func decodeResult(tool registry.Tool, out []byte, missing []string) *Result {
 	cr, compact, err := scanResult(out)
 	if err != nil {
 		env := abi.NewEnvelope(abi.CodePluginFailed,
@@ -496,7 +550,14 @@ func decodeResult(tool registry.Tool, out []byte) *Result {
 		}
 	}
 	if cr.IsError {
-		return failed(pluginEnvelope(tool, &cr))
+		env, foreign := pluginEnvelope(tool, &cr, missing)
+		res := failed(env)
+		if foreign {
+			// The plugin's own items stay as they are, after the envelope:
+			// the first item is the envelope for every error result.
+			res.Content = append(res.Content, cr.Content...)
+		}
+		return res
 	}
 	res := &Result{Content: cr.Content}
 	if len(cr.StructuredContent) > 0 {
@@ -592,26 +653,44 @@ func scanResult(out []byte) (cr abi.CallResult, compact bool, err error) {
 }
 
 // pluginEnvelope reads the envelope of an isError result. A plugin that
-// answers isError with plain text (an Extism MCP plugin, say) gets it
-// wrapped as tool_error so agents always see one shape.
-func pluginEnvelope(tool registry.Tool, cr *abi.CallResult) *abi.Envelope {
-	var env abi.Envelope
-	if len(cr.StructuredContent) > 0 && json.Unmarshal(cr.StructuredContent, &env) == nil && env.Code != "" {
-		if _, known := abi.Lookup(env.Code); !known {
-			env.Details = withDetail(env.Details, "unregistered_code", true)
+// answers isError without one (an Extism MCP or hyper-mcp plugin, say) gets
+// its texts, one per line, wrapped as tool_error so agents always see one
+// shape; foreign reports that case, whose content items the result keeps.
+// An error that says configuration is missing gets a hint for the operator
+// naming the setting (runtime.ConfigBlame).
+func pluginEnvelope(tool registry.Tool, cr *abi.CallResult, missing []string) (env *abi.Envelope, foreign bool) {
+	var own abi.Envelope
+	if len(cr.StructuredContent) > 0 && json.Unmarshal(cr.StructuredContent, &own) == nil && own.Code != "" {
+		if _, known := abi.Lookup(own.Code); !known {
+			own.Details = withDetail(own.Details, "unregistered_code", true)
 		}
-		return &env
+		return &own, false
 	}
-	text := ""
+	var texts []string
 	for _, c := range cr.Content {
-		text += c.Text
+		if c.Type == abi.ContentText && c.Text != "" {
+			texts = append(texts, c.Text)
+		}
 	}
+	text := strings.Join(texts, "\n")
 	if text == "" {
 		text = "the tool reported an error without a message"
+		if len(cr.Content) > 0 {
+			text += " (see its content items)"
+		}
 	}
-	e := abi.NewEnvelope(abi.CodeToolError, text, "read the message; fix the arguments it names and call "+tool.Def.Name+" again")
-	e.Details = map[string]any{"tool": tool.Def.Name}
-	return e
+	env = abi.NewEnvelope(abi.CodeToolError, text, "read the message; fix the arguments it names and call "+tool.Def.Name+" again")
+	env.Details = map[string]any{"tool": tool.Def.Name, "plugin": tool.Plugin.Name()}
+	if len(cr.StructuredContent) > 0 {
+		env.Details["structured_content"] = cr.StructuredContent
+	}
+	if keys, hint := runtime.ConfigBlame(tool.Plugin.Name(), text, missing); hint != "" {
+		env.Hint = hint
+		if len(keys) > 0 {
+			env.Details["missing_config"] = keys
+		}
+	}
+	return env, true
 }
 
 func withDetail(m map[string]any, k string, v any) map[string]any {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/runtime"
 )
 
 // Policy decides whether a caller may call a tool (host/internal/policy implements
@@ -45,6 +46,10 @@ type AuditCall struct {
 	Sensitive []string
 	// Critical is true when the tool is one of the policy's critical_tools.
 	Critical bool
+	// Redact, when set, masks the plugin's secrets (its settings' values
+	// from the environment and secret files) in text: the auditor stores
+	// the input through it.
+	Redact func(string) string
 }
 
 // AuditOutcome is how a call ended.
@@ -57,7 +62,16 @@ type AuditOutcome struct {
 	// Attempts counts runs of the plugin, retries included (0 when the
 	// call failed before reaching it).
 	Attempts int
+	// HTTP are the HTTP requests the plugin made, in every run, in order
+	// (their secrets already masked by the runtime).
+	HTTP []HTTPRecord
+	// Redact is AuditCall.Redact: the result and error are stored
+	// through it.
+	Redact func(string) string
 }
+
+// HTTPRecord is one HTTP request a plugin made during a call.
+type HTTPRecord = runtime.HTTPRecord
 
 // Escalator hears of calls that failed for good in the plugin step (after
 // retries; not the caller's own permission, validation or idempotency

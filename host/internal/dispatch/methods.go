@@ -112,8 +112,15 @@ func (d *Dispatcher) runMethod(ctx context.Context, p *registry.Plugin, method s
 	if err != nil {
 		return loadFailed(p, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.opts.DefaultTimeout)
+	timeout := d.opts.DefaultTimeout
+	if t := p.CallTimeout(); t > 0 { // the plugin's own call_timeout
+		timeout = t
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if registry.IsHyperV2(rt) {
+		return d.hyperMethod(ctx, rt, p, method, params, o, out)
+	}
 	cc := &abi.CallContext{Caller: o.Caller, Progress: o.Progress != nil}
 	if dl, ok := ctx.Deadline(); ok {
 		cc.DeadlineUnixMS = dl.UnixMilli()
@@ -122,7 +129,9 @@ func (d *Dispatcher) runMethod(ctx context.Context, p *registry.Plugin, method s
 	if err != nil {
 		return abi.NewEnvelope(abi.CodeInternal, "encoding the request: "+err.Error(), "")
 	}
+	ctx, relist := d.watchLists(ctx, p)
 	b, err := rt.Call(ctx, abi.ExportCall, input, runtime.CallOptions{Progress: o.Progress, Client: o.Client})
+	relist()
 	if err != nil {
 		env, ok := err.(*abi.Envelope)
 		if !ok {

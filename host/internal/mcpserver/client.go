@@ -1,6 +1,6 @@
 package mcpserver
 
-//lint:file-ignore SA1019 sampling and logging are deprecated only from MCP 2026-07-28 on; this server speaks up to 2025-11-25 (see ProtocolVersions).
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated only from MCP 2026-07-28 on; this server speaks up to 2025-11-25 (see ProtocolVersions).
 
 import (
 	"context"
@@ -22,14 +22,15 @@ import (
 // that runs the plugin, and end with it.
 type client struct {
 	session *mcp.ServerSession
+	server  *mcp.Server
 	log     *slog.Logger
 }
 
-func newClient(session *mcp.ServerSession, log *slog.Logger) dispatch.Client {
+func (s *server) newClient(session *mcp.ServerSession) dispatch.Client {
 	if session == nil {
 		return nil
 	}
-	return &client{session: session, log: log}
+	return &client{session: session, server: s.srv, log: s.log}
 }
 
 func (c *client) caps() *mcp.ClientCapabilities {
@@ -88,6 +89,33 @@ func (c *client) Elicit(ctx context.Context, req json.RawMessage) (json.RawMessa
 		return nil, abi.NewEnvelope(abi.CodeInternal, "encoding the elicitation result: "+err.Error(), "")
 	}
 	return b, nil
+}
+
+// ListRoots sends roots/list (runtime.RootsLister).
+func (c *client) ListRoots(ctx context.Context) (json.RawMessage, *abi.Envelope) {
+	if c.caps().RootsV2 == nil {
+		return nil, unsupported("roots")
+	}
+	res, err := c.session.ListRoots(ctx, nil)
+	if err != nil {
+		return nil, clientFailure(ctx, "roots", err)
+	}
+	if res.Roots == nil {
+		res.Roots = []*mcp.Root{}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, abi.NewEnvelope(abi.CodeInternal, "encoding the roots: "+err.Error(), "")
+	}
+	return b, nil
+}
+
+// ResourceUpdated sends notifications/resources/updated to the sessions
+// subscribed to uri (runtime.ResourceUpdater).
+func (c *client) ResourceUpdated(ctx context.Context, uri string) {
+	if err := c.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil && ctx.Err() == nil {
+		c.log.Debug("resource update not sent", "uri", uri, "err", err)
+	}
 }
 
 func unsupported(what string) *abi.Envelope {

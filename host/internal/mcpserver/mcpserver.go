@@ -258,7 +258,7 @@ func promptOf(def *abi.Prompt) *mcp.Prompt {
 
 func (s *server) callTool(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		dreq := dispatch.Request{Tool: name, Arguments: req.Params.Arguments, Client: newClient(req.Session, s.log),
+		dreq := dispatch.Request{Tool: name, Arguments: req.Params.Arguments, Client: s.newClient(req.Session),
 			Caller: CallerOf(req.Extra, s.opts)}
 		dreq.Progress = progress(ctx, req.Session, req.Params.GetProgressToken())
 		return ToCallToolResult(s.d.Call(ctx, dreq)), nil
@@ -391,7 +391,7 @@ func (s *server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 }
 
 func (s *server) methodOptions(ctx context.Context, session *mcp.ServerSession, token any) dispatch.MethodOptions {
-	return dispatch.MethodOptions{Client: newClient(session, s.log), Progress: progress(ctx, session, token)}
+	return dispatch.MethodOptions{Client: s.newClient(session), Progress: progress(ctx, session, token)}
 }
 
 // rpcError is the JSON-RPC error of a failed method other than tools/call:
@@ -408,11 +408,12 @@ func rpcError(env *abi.Envelope) error {
 }
 
 // ToCallToolResult maps a dispatcher result onto MCP's result type. An
-// error result carries its envelope as the compact JSON text of its one
-// content item and never as structuredContent: a tool's outputSchema
-// describes its successes, and clients that check structuredContent against
-// it also on isError (the TypeScript SDK's Client.callTool, MCP Inspector)
-// would throw the envelope away (docs/DECISIONS.md).
+// error result carries its envelope as the compact JSON text of its first
+// content item (a foreign plugin's own items, kept, follow it) and never as
+// structuredContent: a tool's outputSchema describes its successes, and
+// clients that check structuredContent against it also on isError (the
+// TypeScript SDK's Client.callTool, MCP Inspector) would throw the envelope
+// away (docs/DECISIONS.md).
 func ToCallToolResult(r *dispatch.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError(), Content: make([]mcp.Content, 0, len(r.Content))}
 	for i := range r.Content {
@@ -427,17 +428,33 @@ func ToCallToolResult(r *dispatch.Result) *mcp.CallToolResult {
 // contentOf maps one content item (checked by the dispatcher) onto the
 // go-sdk's type.
 func contentOf(c *abi.Content) mcp.Content {
+	a, meta := annotationsOf(c.Annotations), mcp.Meta(c.Meta)
 	switch c.Type {
 	case abi.ContentImage:
-		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType}
+		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType, Annotations: a, Meta: meta}
 	case abi.ContentAudio:
-		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType}
+		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType, Annotations: a, Meta: meta}
 	case abi.ContentResource:
-		return &mcp.EmbeddedResource{Resource: resourceContentsOf(c.Resource)}
+		return &mcp.EmbeddedResource{Resource: resourceContentsOf(c.Resource), Annotations: a, Meta: meta}
 	case abi.ContentResourceLink:
-		return &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType, Size: c.Size}
+		return &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType, Size: c.Size,
+			Annotations: a, Meta: meta}
 	}
-	return &mcp.TextContent{Text: c.Text}
+	return &mcp.TextContent{Text: c.Text, Annotations: a, Meta: meta}
+}
+
+func annotationsOf(a *abi.ContentAnnotations) *mcp.Annotations {
+	if a == nil {
+		return nil
+	}
+	out := &mcp.Annotations{LastModified: a.LastModified}
+	for _, r := range a.Audience {
+		out.Audience = append(out.Audience, mcp.Role(r))
+	}
+	if a.Priority != nil {
+		out.Priority = *a.Priority
+	}
+	return out
 }
 
 func resourceContentsOf(r *abi.ResourceContents) *mcp.ResourceContents {

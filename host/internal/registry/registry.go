@@ -1,11 +1,15 @@
 // Package registry discovers plugins: it finds every .wasm file under the
 // configured directories, reads each one's manifest (from the embedded custom
-// section, or by running describe once and caching the answer by sha256),
+// section, or by running describe — or a hyper-mcp v2 plugin's list
+// exports — once and caching the answer by sha256; hyper.go),
 // resolves tool, resource, resource-template and prompt names, and compiles a
 // plugin on first use. It owns which of them belongs to which plugin and
 // which plugins were refused and why, and reloads the set when plugin files
-// are added, removed or changed (Reload, Watch); it does not validate
-// arguments, enforce policy or speak MCP.
+// are added, removed or changed (Reload, Watch). Each plugin is bound to the
+// operator's settings of its name (what it is compiled with, its call
+// timeout, the names its tools are served under), and plugins added from a
+// source are loaded from the modules the host checked (settings.go;
+// SetSettings). It does not validate arguments, enforce policy or speak MCP.
 package registry
 
 import (
@@ -17,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,12 +42,20 @@ type Plugin struct {
 	Manifest abi.Manifest
 	// FromSection is true when the manifest came from the embedded section.
 	FromSection bool
+	// Origin is the source a plugin not found in the folders came from
+	// (plugins.settings.NAME.source); "" for a folder's plugin.
+	Origin string
 
 	engine  *runtime.Engine
 	granted []string
-	once    sync.Once
-	rt      *runtime.Plugin
-	err     error
+	// settings are the operator's (Settings), fingerprint identifies them
+	// and redactor masks their secrets.
+	settings    Settings
+	fingerprint string
+	redactor    *runtime.Redactor
+	once        sync.Once
+	rt          *runtime.Plugin
+	err         error
 }
 
 // Name is the plugin's declared name.
@@ -58,15 +71,20 @@ func (p *Plugin) Runtime(ctx context.Context) (*runtime.Plugin, error) {
 			p.err = err
 			return
 		}
-		p.rt, p.err = p.engine.Compile(context.WithoutCancel(ctx), p.Name(), wasm, p.granted)
+		p.rt, p.err = p.engine.CompileWith(context.WithoutCancel(ctx), p.Name(), wasm, p.options())
 	})
 	return p.rt, p.err
 }
 
 // Tool is a served tool and the plugin that serves it.
 type Tool struct {
+	// Def is the tool as served: under the name the plugin's settings give
+	// it (prefix, rename), else the manifest's definition itself.
 	Def    *abi.Tool
 	Plugin *Plugin
+	// PluginName is the tool's name in the plugin's manifest: what a call
+	// names to the plugin.
+	PluginName string
 }
 
 // Resource is a served resource and the plugin that serves it.
@@ -102,8 +120,13 @@ type Registry struct {
 	opts Options
 	cur  atomic.Pointer[snapshot]
 
-	mu    sync.Mutex            // serialises Reload and guards files, onChange
-	files map[string]*fileEntry // by path: every .wasm seen in the last scan
+	mu    sync.Mutex            // serialises Reload and guards files, onChange, opts' settings
+	files map[string]*fileEntry // by path: every .wasm seen in the last scan, and the sources' modules
+	// settingsChanged is set by SetSettings until the next reload.
+	settingsChanged bool
+	// relisted is set by Refresh: the next reload builds a new snapshot
+	// even if no file changed.
+	relisted bool
 	// onChange are called after a Reload that changed the snapshot.
 	onChange []func()
 }
@@ -126,9 +149,12 @@ type snapshot struct {
 // fileEntry is one plugin file as loaded: its stamp decides whether a
 // reload reads it again.
 type fileEntry struct {
-	stamp  fileStamp
-	plugin *Plugin
-	err    error
+	stamp fileStamp
+	// origin is the name of the source whose module this is, and module
+	// that module's path; both "" for a folder's file.
+	origin, module string
+	plugin         *Plugin
+	err            error
 }
 
 // fileStamp is what a poll compares: size and modification time.
@@ -154,6 +180,13 @@ type Options struct {
 	// Conditions are the abi.Conditions this host meets; a tool whose When
 	// names another is not served (not listed, and calls get tool_not_found).
 	Conditions []string
+	// Settings are the operator's settings of each plugin, by plugin name
+	// (SetSettings replaces them).
+	Settings map[string]Settings
+	// Sources are plugins not in Dirs, loaded from the modules given (a
+	// source with Err is a problem, and a folder's plugin of its name is
+	// not loaded).
+	Sources []Source
 }
 
 // Load finds and loads every plugin. A broken plugin is logged and recorded
@@ -280,11 +313,30 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	changed := r.cur.Load() == nil || len(stamps) != len(r.files)
+	// The sources' modules load like files, under their settings' names,
+	// each keyed "source NAME" (two sources may share a cached module; no
+	// folder's path looks like that).
+	origin := map[string]Source{}
+	for _, src := range r.opts.Sources {
+		if src.Path == "" {
+			continue
+		}
+		key := sourceKey(src.Name)
+		stamps[key] = fileStamp{}
+		if info, err := os.Stat(src.Path); err == nil { // else reported when loaded
+			stamps[key] = fileStamp{size: info.Size(), modTime: info.ModTime()}
+		}
+		files = append(files, key)
+		origin[key] = src
+	}
+	touched := r.settingsChanged
+	r.settingsChanged = false
+	changed := r.cur.Load() == nil || len(stamps) != len(r.files) || touched || r.relisted
+	r.relisted = false
 	entries := make([]*fileEntry, len(files))
 	var wg sync.WaitGroup
 	for i, path := range files {
-		if old := r.files[path]; old != nil && old.stamp == stamps[path] {
+		if old := r.files[path]; old != nil && old.stamp == stamps[path] && old.module == origin[path].Path {
 			entries[i] = old
 			continue
 		}
@@ -293,8 +345,19 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 		// runs in parallel; results keep directory order so name clashes
 		// resolve the same way on every start.
 		wg.Go(func() {
-			e := &fileEntry{stamp: stamps[path]}
-			e.plugin, e.err = loadOne(ctx, path, r.opts)
+			e := &fileEntry{stamp: stamps[path], origin: origin[path].Name, module: origin[path].Path}
+			file := path
+			if e.module != "" {
+				file = e.module
+			}
+			e.plugin, e.err = loadOne(ctx, file, r.opts)
+			if src, ok := origin[path]; ok && e.err == nil {
+				e.plugin.Origin = src.Origin
+				if declared := e.plugin.Manifest.Plugin.Name; declared != src.Name {
+					r.opts.Logger.Debug("plugin served under its settings' name", "plugin", src.Name, "declared", declared, "source", src.Origin)
+					e.plugin.Manifest.Plugin.Name = src.Name
+				}
+			}
 			if e.err == nil {
 				var withheld []string
 				e.plugin.granted, withheld = r.opts.Grants.For(e.plugin.Name(), e.plugin.Manifest.Capabilities)
@@ -312,16 +375,57 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	}
 	s := &snapshot{tools: map[string]Tool{}, aliases: map[string]string{}, resources: map[string]Resource{}, prompts: map[string]Prompt{}}
 	next := make(map[string]*fileEntry, len(files))
+	for _, src := range r.opts.Sources {
+		if src.Err != nil {
+			s.problems = append(s.problems, Problem{Path: src.Origin, Err: src.Err})
+		}
+	}
 	for i, e := range entries {
+		if e.err == nil {
+			// Bound to the plugin's current settings: a plugin whose settings
+			// changed is a new entry, and the old one is retired below.
+			if b := e.plugin.bind(r.opts.settingsFor(e.plugin.Name())); b != e.plugin {
+				if r.files[files[i]] == e {
+					// Served already: the old entry's plugin is retired.
+					e = &fileEntry{stamp: e.stamp, origin: e.origin, module: e.module, plugin: b}
+				} else {
+					e.plugin = b
+				}
+				entries[i] = e
+				b.checkNames(r.opts.Logger)
+			}
+		}
 		next[files[i]] = e
 		if e.err != nil {
-			if r.files[files[i]] != e {
-				r.opts.Logger.Error("plugin skipped", "path", files[i], "err", e.err)
+			where := files[i]
+			if src, ok := origin[where]; ok {
+				where = src.Origin
 			}
-			s.problems = append(s.problems, Problem{Path: files[i], Err: e.err})
+			if r.files[files[i]] != e {
+				r.opts.Logger.Error("plugin skipped", "path", where, "err", e.err)
+			}
+			s.problems = append(s.problems, Problem{Path: where, Err: e.err})
+			continue
+		}
+		if src, claimed := r.opts.sourceNamed(e.plugin.Name()); claimed && e.origin == "" {
+			err := shadowed(e.plugin, src)
+			if r.files[files[i]] != e || touched {
+				r.opts.Logger.Error("plugin skipped", "path", files[i], "err", err)
+			}
+			s.problems = append(s.problems, Problem{Path: files[i], Err: err})
 			continue
 		}
 		s.add(e.plugin, r.opts)
+	}
+	if touched {
+		for _, name := range slices.Sorted(maps.Keys(r.opts.Settings)) {
+			if !slices.ContainsFunc(entries, func(e *fileEntry) bool { return e.plugin != nil && e.plugin.Name() == name }) {
+				if _, isSource := r.opts.sourceNamed(name); !isSource {
+					r.opts.Logger.Warn("plugin settings name no plugin in the plugin folders", "plugin", name,
+						"setting", "plugins.settings."+name, "dirs", r.opts.Dirs)
+				}
+			}
+		}
 	}
 	// Plugins whose file went away or changed: close them once their calls
 	// finish, without holding up the reload.
@@ -338,18 +442,18 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 func (s *snapshot) add(p *Plugin, opts Options) {
 	log := opts.Logger
 	served := 0
-	refuse := func(kind, name string, prev *Plugin) {
-		err := fmt.Errorf("%s %q is already served by plugin %s (%s); refused for plugin %s (%s)",
-			kind, name, prev.Name(), prev.Path, p.Name(), p.Path)
-		log.Error("duplicate "+kind+" name", kind, name,
-			"kept_plugin", prev.Name(), "kept_path", prev.Path,
-			"refused_plugin", p.Name(), "refused_path", p.Path)
-		s.problems = append(s.problems, Problem{Path: p.Path, Err: err})
-	}
+	var clash clashes
+	refuse := clash.add
+	defer func() { clash.report(s, p, log) }()
 	for i := range p.Manifest.Tools {
 		def := &p.Manifest.Tools[i]
 		if def.When != "" && !slices.Contains(opts.Conditions, def.When) {
 			log.Debug("tool not served: its condition is not met", "tool", def.Name, "plugin", p.Name(), "when", def.When)
+			continue
+		}
+		pluginName := def.Name
+		if def = p.servedTool(def); def == nil {
+			log.Debug("tool not served: the plugin's settings skip it", "tool", pluginName, "plugin", p.Name())
 			continue
 		}
 		if prev, dup := s.tools[def.Name]; dup {
@@ -360,7 +464,7 @@ func (s *snapshot) add(p *Plugin, opts Options) {
 			refuse("tool", def.Name, s.tools[owner].Plugin)
 			continue
 		}
-		s.tools[def.Name] = Tool{Def: def, Plugin: p}
+		s.tools[def.Name] = Tool{Def: def, Plugin: p, PluginName: pluginName}
 		s.order = append(s.order, def.Name)
 		served++
 		for _, a := range def.Aliases {
@@ -477,7 +581,7 @@ func describeCached(ctx context.Context, path string, wasm []byte, opts Options)
 	defer rt.Close(ctx)
 	dctx, cancel := context.WithTimeout(ctx, opts.DescribeTimeout)
 	defer cancel()
-	out, err := rt.Describe(dctx)
+	out, err := Describe(dctx, rt)
 	if err != nil {
 		return nil, fmt.Errorf("describe: %w", err)
 	}

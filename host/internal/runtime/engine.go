@@ -1,8 +1,11 @@
 // Package runtime executes plugin modules on wazero. It owns the sandbox
-// (WASI preview 1 without files, sockets or environment), the native
-// implementation of the Extism kernel functions and of plugboard's own host
-// module, instance pools, per-call deadlines, the memory cap, payload caps and
-// the on-disk cache of compiled code. It knows nothing of MCP, tool schemas or
+// (WASI preview 1 without sockets or environment, and without files but the
+// directories the operator mounts: fs.go), the native implementation of the
+// Extism kernel functions (HTTP through the operator's egress policy:
+// egress.go) and of plugboard's own host module, instance pools (or one
+// instance, for a stateful plugin), per-call deadlines, the memory cap,
+// payload caps, the masking of the operator's secrets (redact.go) and the
+// on-disk cache of compiled code. It knows nothing of MCP, tool schemas or
 // callers: it moves bytes into a guest export and bytes out, and turns every
 // way a guest can fail into an envelope.
 package runtime
@@ -135,6 +138,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		_ = e.Close(ctx)
 		return nil, err
 	}
+	if err := e.instantiateHostUser(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -154,27 +161,40 @@ func (e *Engine) Config() Config { return e.cfg }
 // returns a Plugin ready to call. grants are the capabilities the plugin may
 // use in abi.HostModule.
 func (e *Engine) Compile(ctx context.Context, name string, wasm []byte, grants []string) (*Plugin, error) {
+	return e.compile(ctx, name, wasm, PluginOptions{Grants: grants})
+}
+
+// compile is Compile and CompileWith: the operator's options are checked
+// and their resources (egress client, mounted directories) set up first,
+// then the module is compiled.
+func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts PluginOptions) (*Plugin, error) {
+	p := &Plugin{
+		name:   name,
+		engine: e,
+		grants: map[string]bool{},
+		opts:   opts,
+	}
+	if err := p.applyOptions(); err != nil {
+		p.releaseOptions()
+		return nil, fmt.Errorf("plugin %s: %w", name, err)
+	}
 	instrumented, err := wasmfile.Instrument(wasm)
 	if err != nil {
+		p.releaseOptions()
 		return nil, fmt.Errorf("instrument %s: %w", name, err)
 	}
 	cm, err := e.rt.CompileModule(ctx, instrumented)
 	if err != nil {
+		p.releaseOptions()
 		return nil, fmt.Errorf("compile %s: %w", name, err)
 	}
 	if err := checkImports(cm); err != nil {
 		_ = cm.Close(ctx)
+		p.releaseOptions()
 		return nil, fmt.Errorf("plugin %s: %w", name, err)
 	}
-	p := &Plugin{
-		name:     name,
-		engine:   e,
-		compiled: cm,
-		grants:   map[string]bool{},
-		slots:    make(chan struct{}, e.cfg.MaxInstances),
-		idle:     make(chan *instance, e.cfg.MaxInstances),
-	}
-	for _, g := range grants {
+	p.compiled = cm
+	for _, g := range opts.Grants {
 		p.grants[g] = true
 	}
 	return p, nil
@@ -196,9 +216,13 @@ func checkImports(cm wazero.CompiledModule) error {
 			if hostV1Known(name) || name == wasmfile.YieldName {
 				continue
 			}
+		case UserModule:
+			if hostUserKnown(f) {
+				continue
+			}
 		}
-		return fmt.Errorf("imports %s.%s, which plugboard does not provide (allowed modules: %s, %s, %s)",
-			mod, name, abi.ExtismModule, abi.HostModule, abi.WASIModule)
+		return fmt.Errorf("imports %s.%s, which plugboard does not provide (allowed modules: %s, %s, %s, %s)",
+			mod, name, abi.ExtismModule, abi.HostModule, UserModule, abi.WASIModule)
 	}
 	for _, m := range cm.ImportedMemories() {
 		mod, name, _ := m.Import()

@@ -36,6 +36,13 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		if err := level.UnmarshalText([]byte(l.Level)); err != nil {
 			level = slog.LevelInfo
 		}
+		red := k.plugin.redactor
+		if red.Active() {
+			l.Message = red.String(l.Message)
+			if l.Attrs != nil {
+				l.Attrs = red.value(l.Attrs).(map[string]any)
+			}
+		}
 		attrs := make([]any, 0, 2+2*len(l.Attrs))
 		attrs = append(attrs, "plugin", k.plugin.name)
 		for key, v := range l.Attrs {
@@ -61,7 +68,7 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		if len(n.Data) == 0 {
 			n.Data = json.RawMessage(`""`)
 		}
-		e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", string(n.Data))
+		e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", k.plugin.redactor.String(string(n.Data)))
 		if c := k.client(); c != nil {
 			c.Notify(ctx, n)
 		}

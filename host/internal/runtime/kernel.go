@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -33,8 +34,19 @@ type kernel struct {
 	// guest's sleeps; nil between calls.
 	ctx context.Context
 	// limit records the first cap a guest ran into during the call; the call
-	// then fails with resource_exhausted whatever the guest does next.
+	// then fails with resource_exhausted whatever the guest does next. It
+	// also carries any other envelope a host function ends the call with
+	// (fail): an HTTP refusal, say.
 	limit *abi.Envelope
+	// httpStatus and httpHeaders describe the response of the call's last
+	// http_request, for http_status_code and http_headers; nil headers:
+	// no response yet.
+	httpStatus  int32
+	httpHeaders map[string]string
+	// missingConfig are the keys config_get found no value for during the
+	// call, for blaming a failure on the operator's configuration
+	// (configblame.go).
+	missingConfig []string
 }
 
 // arenaBase keeps offset 0 free: it means "no block" in the Extism ABI.
@@ -58,6 +70,8 @@ func (k *kernel) reset(input []byte, opts *CallOptions) {
 	clear(k.blocks)
 	k.opts = opts
 	k.limit = nil
+	k.httpStatus, k.httpHeaders = 0, nil
+	k.missingConfig = k.missingConfig[:0]
 }
 
 // errLimit is panicked from a host function when a guest exceeds a cap; the
@@ -83,6 +97,11 @@ func (k *kernel) alloc(n uint64, cfg *Config) uint64 {
 	if n > uint64(cfg.MaxHostCallBytes) && n > uint64(cfg.MaxOutputBytes) {
 		k.exceed("output", int(min(n, 1<<62)), max(cfg.MaxHostCallBytes, cfg.MaxOutputBytes))
 	}
+	return k.grow(n, cfg)
+}
+
+// grow adds a block of n bytes to the arena, within MaxKernelBytes only.
+func (k *kernel) grow(n uint64, cfg *Config) uint64 {
 	off := uint64(len(k.arena)+7) &^ 7
 	end := off + n
 	if end > uint64(cfg.MaxKernelBytes) {
@@ -211,12 +230,10 @@ var kernelFuncs = map[string]kernelFunc{
 		k.check(s[0], 8)
 		binary.LittleEndian.PutUint64(k.arena[s[0]:], s[1])
 	}},
-	"config_get": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
-		v, ok := "", false
-		if k.opts != nil {
-			v, ok = k.opts.Config[string(k.bytesAt(s[0]))]
-		}
+	"config_get": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, ctx context.Context, _ api.Module, s []uint64) {
+		v, ok := k.config(string(k.bytesAt(s[0])))
 		if !ok {
+			k.noteMissingConfig(ctx, string(k.bytesAt(s[0])))
 			s[0] = 0
 			return
 		}
@@ -267,21 +284,41 @@ var kernelFuncs = map[string]kernelFunc{
 		}
 		s[0] = lvl
 	}},
-	// The sandbox has no network: HTTP requests are refused as a permission
-	// error rather than left unlinked, so go-pdk plugins that merely contain
-	// HTTP code still load.
-	"http_request": {[]api.ValueType{i64, i64}, []api.ValueType{i64}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, _ []uint64) {
-		env := abi.NewEnvelope(abi.CodePermissionDenied, "plugins have no network access: extism http_request is refused",
-			"do network work outside the plugin, or pass the data in the arguments")
-		k.limit = env
-		panic(errLimit{env})
+	// HTTP goes through the plugin's egress policy (egress.go): without
+	// PluginOptions.HTTP every request is refused, naming the setting that
+	// would allow it.
+	"http_request": {[]api.ValueType{i64, i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, ctx context.Context, _ api.Module, s []uint64) {
+		s[0] = k.httpRequest(e, ctx, s[0], s[1])
 	}},
-	"http_status_code": {nil, []api.ValueType{i32}, func(_ *Engine, _ *kernel, _ context.Context, _ api.Module, s []uint64) {
-		s[0] = 0
+	// The status of the call's last response (0 before any), as Extism's.
+	"http_status_code": {nil, []api.ValueType{i32}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		s[0] = api.EncodeI32(k.httpStatus)
 	}},
-	"http_headers": {nil, []api.ValueType{i64}, func(_ *Engine, _ *kernel, _ context.Context, _ api.Module, s []uint64) {
-		s[0] = 0
+	// The last response's headers as a JSON object of lower-case names to
+	// values (repeated headers joined by ","), as Extism's; 0 before any.
+	"http_headers": {nil, []api.ValueType{i64}, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		if k.httpHeaders == nil {
+			s[0] = 0
+			return
+		}
+		b, err := json.Marshal(k.httpHeaders)
+		if err != nil {
+			panic(fmt.Errorf("encode response headers: %w", err))
+		}
+		s[0] = k.newBlock(b, &e.cfg)
 	}},
+}
+
+// config is what config_get answers: the operator's values
+// (PluginOptions.Config), overlaid by the call's own (CallOptions.Config).
+func (k *kernel) config(key string) (string, bool) {
+	if k.opts != nil {
+		if v, ok := k.opts.Config[key]; ok {
+			return v, true
+		}
+	}
+	v, ok := k.plugin.opts.Config[key]
+	return v, ok
 }
 
 func logFunc(level slog.Level) kernelFunc {
@@ -290,7 +327,7 @@ func logFunc(level slog.Level) kernelFunc {
 		if len(msg) > e.cfg.MaxHostCallBytes {
 			k.exceed("log message", len(msg), e.cfg.MaxHostCallBytes)
 		}
-		e.cfg.Logger.Log(ctx, level, string(msg), "plugin", k.plugin.name)
+		e.cfg.Logger.Log(ctx, level, k.plugin.redactor.String(string(msg)), "plugin", k.plugin.name)
 	}}
 }
 

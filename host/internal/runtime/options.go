@@ -64,10 +64,5 @@ type Mount struct {
 // CompileWith compiles a module like Compile, for a plugin with the
 // operator's options.
 func (e *Engine) CompileWith(ctx context.Context, name string, wasm []byte, opts PluginOptions) (*Plugin, error) {
-	p, err := e.Compile(ctx, name, wasm, opts.Grants)
-	if err != nil {
-		return nil, err
-	}
-	p.opts = opts
-	return p, nil
+	return e.compile(ctx, name, wasm, opts)
 }

@@ -23,11 +23,19 @@ type CallOptions struct {
 	// Log receives the guest's structured log lines (abi.FuncLog), if set;
 	// they are written to the engine's logger either way.
 	Log func(abi.LogRequest)
-	// Config is what the guest reads with config_get.
+	// Config overlays the operator's values (PluginOptions.Config) for
+	// this call: config_get reads a key here first. Nil in production;
+	// for tests and embedders.
 	Config map[string]string
 	// Client is the MCP client behind the call, for the notify, sample and
 	// elicit host functions; nil outside an MCP session.
 	Client Client
+	// HTTP, if set, receives a record of each Extism http_request the
+	// guest makes during the call (allowed or refused, one per request,
+	// redirects included in it), synchronously, before the guest goes on:
+	// the decision log's account of the plugin's egress. Secrets are
+	// already masked in the record.
+	HTTP func(HTTPRecord)
 }
 
 // Plugin is one compiled module with its pool of instances. It is safe for
@@ -39,6 +47,17 @@ type Plugin struct {
 	grants   map[string]bool
 	// opts are the operator's settings for this plugin (CompileWith).
 	opts PluginOptions
+	// redactor masks opts.Secrets in envelopes and log lines; egress is
+	// the HTTP policy and client; fsConfig the WASI preopens of
+	// opts.Mounts (nil: none), over mounts.
+	redactor *Redactor
+	egress   *egress
+	fsConfig wazero.FSConfig
+	mounts   []*mountFS
+	// memPages caps each instance's linear memory (the engine's cap or a
+	// lower opts.MemoryLimitPages), through memory.
+	memPages uint32
+	memory   experimental.MemoryAllocator
 
 	// slots bounds live instances; idle holds instances ready for a call.
 	slots chan struct{}
@@ -65,7 +84,10 @@ type instance struct {
 // Every failure is an *abi.Envelope: plugin_timeout when ctx's deadline
 // passed, cancelled when ctx was cancelled, resource_exhausted at a cap,
 // plugin_failed for traps, exits, panics and a non-zero status.
-func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts CallOptions) ([]byte, error) {
+func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts CallOptions) (_ []byte, err error) {
+	if p.redactor.Active() {
+		defer func() { err = p.redactError(err) }()
+	}
 	cfg := &p.engine.cfg
 	if len(input) > cfg.MaxInputBytes {
 		env := abi.NewEnvelope(abi.CodeResourceExhausted,
@@ -108,7 +130,8 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 		p.release(inst, false)
 		return nil, env
 	}
-	if status := uint32(inst.stack[0]); status != 0 {
+	// Extism exports return an i32: -1, not 4294967295.
+	if status := int32(uint32(inst.stack[0])); status != 0 {
 		msg := inst.k.errMsg
 		if !inst.k.hasErr {
 			msg = fmt.Sprintf("export %s returned status %d without an error message", export, status)
@@ -116,6 +139,12 @@ func (p *Plugin) Call(ctx context.Context, export string, input []byte, opts Cal
 		env := abi.NewEnvelope(abi.CodePluginFailed, fmt.Sprintf("plugin %s failed: %s", p.name, msg),
 			"the plugin rejected the call; check its arguments against tools/list, or report it to the plugin's authors")
 		env.Details = map[string]any{"plugin": p.name, "status": status}
+		if keys, hint := ConfigBlame(p.name, msg, inst.k.missingConfig); hint != "" {
+			env.Hint = hint
+			if len(keys) > 0 {
+				env.Details["missing_config"] = keys
+			}
+		}
 		p.release(inst, true)
 		return nil, env
 	}
@@ -206,6 +235,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 			break
 		}
 		err = p.compiled.Close(ctx)
+		p.releaseOptions()
 	})
 	return err
 }
@@ -260,9 +290,12 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		WithNanosleep(inst.k.sleep).
 		WithStdout(&inst.console).
 		WithStderr(&inst.console)
+	if p.fsConfig != nil {
+		mc = mc.WithFSConfig(p.fsConfig)
+	}
 	kctx := context.WithValue(ctx, kernelKey{}, &inst.k)
 	inst.k.ctx = ctx
-	mod, err := p.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(kctx, p.engine.memory), p.compiled, mc)
+	mod, err := p.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(kctx, p.memory), p.compiled, mc)
 	inst.k.ctx = nil
 	if err != nil {
 		env := p.failure(ctx, inst, err)
@@ -295,11 +328,14 @@ func (p *Plugin) failure(ctx context.Context, inst *instance, err error) *abi.En
 	if ctx.Err() != nil {
 		return p.contextEnvelope(ctx, "running")
 	}
-	if strings.Contains(console, "out of memory") || memoryAtCap(inst, p.engine.cfg.MemoryLimitPages) {
+	if strings.Contains(console, "out of memory") || memoryAtCap(inst, p.memPages) {
+		hint := "send a smaller request, or ask the operator to raise --memory-limit"
+		if p.opts.MemoryLimitPages > 0 {
+			hint = "send a smaller request, or ask the operator to raise plugins.settings." + p.name + ".memory_limit_mib"
+		}
 		env := abi.NewEnvelope(abi.CodeResourceExhausted,
-			fmt.Sprintf("plugin %s ran out of memory at its cap of %d MiB", p.name, p.engine.cfg.MemoryLimitPages/16),
-			"send a smaller request, or ask the operator to raise --memory-limit")
-		env.Details = map[string]any{"plugin": p.name, "limit": "memory", "max_bytes": int64(p.engine.cfg.MemoryLimitPages) << 16}
+			fmt.Sprintf("plugin %s ran out of memory at its cap of %d MiB", p.name, p.memPages/16), hint)
+		env.Details = map[string]any{"plugin": p.name, "limit": "memory", "max_bytes": int64(p.memPages) << 16}
 		return env
 	}
 	reason := firstLine(err.Error())
@@ -315,8 +351,18 @@ func (p *Plugin) failure(ctx context.Context, inst *instance, err error) *abi.En
 	if console != "" {
 		env.Details["console_tail"] = console
 	}
-	p.engine.cfg.Logger.Warn("plugin failed", "plugin", p.name, "err", err, "console", console)
+	p.engine.cfg.Logger.Warn("plugin failed", "plugin", p.name,
+		"err", p.redactor.String(err.Error()), "console", p.redactor.String(console))
 	return env
+}
+
+// redactError masks the plugin's secrets in an envelope Call returns.
+func (p *Plugin) redactError(err error) error {
+	var env *abi.Envelope
+	if err == nil || !errors.As(err, &env) {
+		return err
+	}
+	return p.redactor.Envelope(env)
 }
 
 func (p *Plugin) contextEnvelope(ctx context.Context, while string) *abi.Envelope {

@@ -39,6 +39,9 @@ type Decision struct {
 	Body       string          `json:"body"`
 	CreatedAt  string          `json:"created_at"`
 	FinishedAt *string         `json:"finished_at"`
+	// HTTP lists the HTTP requests the plugin made during the call (a JSON
+	// array; nil when it made none).
+	HTTP json.RawMessage `json:"http,omitempty"`
 }
 
 // DecisionFinish is how a call row ends.
@@ -50,6 +53,7 @@ type DecisionFinish struct {
 	DurationMS int64
 	Attempts   int
 	FinishedAt string
+	HTTP       json.RawMessage
 }
 
 // DecisionRowOverhead is what a decision-log row costs beyond its payloads
@@ -61,7 +65,7 @@ const DecisionRowOverhead = 640
 
 // decisionSize is the size column of a row: the bytes it stores.
 func decisionSize(d *Decision) int64 {
-	return DecisionRowOverhead + int64(len(d.Input)+len(d.Result)+len(d.Error)+len(d.Title)+len(d.Body))
+	return DecisionRowOverhead + int64(len(d.Input)+len(d.Result)+len(d.Error)+len(d.Title)+len(d.Body)+len(d.HTTP))
 }
 
 func jsonOrNil(b json.RawMessage) any {
@@ -74,18 +78,19 @@ func jsonOrNil(b json.RawMessage) any {
 // InsertDecision adds a row (one INSERT). ID and CreatedAt must be set.
 func (s *Store) InsertDecision(ctx context.Context, d Decision) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO decision_log (id, kind, agent_id, agent_type, tool, request_id, input, result,
-		error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at, size)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at, size, http)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.Kind, d.AgentID, d.AgentType, d.Tool, d.RequestID, jsonOrNil(d.Input), jsonOrNil(d.Result),
-		d.ErrorCode, jsonOrNil(d.Error), d.Status, d.DurationMS, d.Attempts, d.Title, d.Body, d.CreatedAt, d.FinishedAt, decisionSize(&d))
+		d.ErrorCode, jsonOrNil(d.Error), d.Status, d.DurationMS, d.Attempts, d.Title, d.Body, d.CreatedAt, d.FinishedAt, decisionSize(&d), jsonOrNil(d.HTTP))
 	return err
 }
 
 // FinishDecision records the outcome of the call row id (one UPDATE).
 func (s *Store) FinishDecision(ctx context.Context, id string, f DecisionFinish) error {
 	r, err := s.db.ExecContext(ctx, `UPDATE decision_log SET status = ?, result = ?, error_code = ?, error = ?, duration_ms = ?,
-		attempts = ?, finished_at = ?, size = size + ? WHERE id = ?`,
-		f.Status, jsonOrNil(f.Result), f.ErrorCode, jsonOrNil(f.Error), f.DurationMS, f.Attempts, f.FinishedAt, len(f.Result)+len(f.Error), id)
+		attempts = ?, finished_at = ?, http = ?, size = size + ? WHERE id = ?`,
+		f.Status, jsonOrNil(f.Result), f.ErrorCode, jsonOrNil(f.Error), f.DurationMS, f.Attempts, f.FinishedAt, jsonOrNil(f.HTTP),
+		len(f.Result)+len(f.Error)+len(f.HTTP), id)
 	if err != nil {
 		return err
 	}
@@ -108,7 +113,7 @@ type DecisionFilter struct {
 }
 
 const decisionColumns = `id, kind, agent_id, agent_type, tool, request_id, input, result, error_code, error, status,
-	duration_ms, attempts, title, body, created_at, finished_at`
+	duration_ms, attempts, title, body, created_at, finished_at, http`
 
 // ListDecisions returns decision log rows (see DecisionFilter).
 func (s *Store) ListDecisions(ctx context.Context, f DecisionFilter) ([]Decision, error) {
@@ -167,10 +172,10 @@ func scanDecision(r scanner) (Decision, error) {
 		d                    Decision
 		input, result, errJS sql.NullString
 		duration             sql.NullInt64
-		finished             sql.NullString
+		finished, httpJS     sql.NullString
 	)
 	err := r.Scan(&d.ID, &d.Kind, &d.AgentID, &d.AgentType, &d.Tool, &d.RequestID, &input, &result, &d.ErrorCode, &errJS,
-		&d.Status, &duration, &d.Attempts, &d.Title, &d.Body, &d.CreatedAt, &finished)
+		&d.Status, &duration, &d.Attempts, &d.Title, &d.Body, &d.CreatedAt, &finished, &httpJS)
 	if err != nil {
 		return d, err
 	}
@@ -182,6 +187,9 @@ func scanDecision(r scanner) (Decision, error) {
 	}
 	if errJS.Valid {
 		d.Error = json.RawMessage(errJS.String)
+	}
+	if httpJS.Valid {
+		d.HTTP = json.RawMessage(httpJS.String)
 	}
 	if duration.Valid {
 		d.DurationMS = &duration.Int64
@@ -204,14 +212,14 @@ type DecisionWrite struct {
 func (s *Store) WriteDecisions(ctx context.Context, writes []DecisionWrite) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO decision_log (id, kind, agent_id, agent_type, tool, request_id, input, result,
-			error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at, size)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at, size, http)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer ins.Close()
 		upd, err := tx.PrepareContext(ctx, `UPDATE decision_log SET status = ?, result = ?, error_code = ?, error = ?, duration_ms = ?,
-			attempts = ?, finished_at = ?, size = size + ? WHERE id = ?`)
+			attempts = ?, finished_at = ?, http = ?, size = size + ? WHERE id = ?`)
 		if err != nil {
 			return err
 		}
@@ -221,11 +229,11 @@ func (s *Store) WriteDecisions(ctx context.Context, writes []DecisionWrite) erro
 			case w.Insert != nil:
 				d := w.Insert
 				_, err = ins.ExecContext(ctx, d.ID, d.Kind, d.AgentID, d.AgentType, d.Tool, d.RequestID, jsonOrNil(d.Input), jsonOrNil(d.Result),
-					d.ErrorCode, jsonOrNil(d.Error), d.Status, d.DurationMS, d.Attempts, d.Title, d.Body, d.CreatedAt, d.FinishedAt, decisionSize(d))
+					d.ErrorCode, jsonOrNil(d.Error), d.Status, d.DurationMS, d.Attempts, d.Title, d.Body, d.CreatedAt, d.FinishedAt, decisionSize(d), jsonOrNil(d.HTTP))
 			case w.Finish != nil:
 				f := w.Finish
 				_, err = upd.ExecContext(ctx, f.Status, jsonOrNil(f.Result), f.ErrorCode, jsonOrNil(f.Error), f.DurationMS, f.Attempts, f.FinishedAt,
-					len(f.Result)+len(f.Error), w.ID)
+					jsonOrNil(f.HTTP), len(f.Result)+len(f.Error)+len(f.HTTP), w.ID)
 			}
 			if err != nil {
 				return err

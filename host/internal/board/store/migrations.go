@@ -207,4 +207,10 @@ ALTER TABLE decision_log ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
 UPDATE decision_log SET size = 640 + COALESCE(octet_length(input), 0) + COALESCE(octet_length(result), 0) +
 	COALESCE(octet_length(error), 0) + octet_length(title) + octet_length(body);
 `,
+	// 4: the HTTP requests a plugin made during a call (the egress its
+	// settings allow, and the requests refused), a JSON array per row, for
+	// the decision log (host/internal/audit).
+	`
+ALTER TABLE decision_log ADD COLUMN http TEXT;
+`,
 }

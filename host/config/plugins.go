@@ -1,0 +1,447 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plugboard/plugboard/host/internal/jsonfile"
+	"github.com/plugboard/plugboard/host/internal/pluginsrc"
+)
+
+// PluginSetting is one entry of plugins.settings: what the operator sets
+// for one plugin, keyed by its name (a plugin in the plugin folders is
+// matched by the name the host serves it under: its manifest's plugin name,
+// else its file's base name without .wasm). Every field is optional; the
+// zero value is the default sandbox. Parse resolves paths (absolute) and
+// configuration values (from the environment and secret files).
+type PluginSetting struct {
+	// Source adds a plugin that is not in the plugin folders: a file path
+	// (absolute after Parse), an https:// URL, or an OCI reference
+	// oci://REGISTRY/REPOSITORY:TAG or @sha256:DIGEST. Its bytes must match
+	// the lockfile (plugboard.lock, next to the configuration file).
+	Source string `json:"source,omitempty"`
+	// Config is what the plugin reads with config_get: each value a
+	// literal string, "${VAR}" (the host's environment variable VAR, read
+	// when the file is) or {"secret_file": "PATH"} (the file's content,
+	// its trailing newline trimmed). Values from the environment or a file
+	// are secrets: never printed, and masked in the decision log.
+	Config map[string]ConfigValue `json:"config,omitempty"`
+	// AllowedHosts are the hosts the plugin may reach over HTTP: exact
+	// names, "*.domain" (any subdomain) or either with ":port" (without a
+	// port: 80 and 443). None: no network.
+	AllowedHosts []string `json:"allowed_hosts,omitempty"`
+	// AllowPrivate lets the plugin reach loopback, private and link-local
+	// addresses (refused otherwise, whatever the name resolves to).
+	AllowPrivate bool `json:"allow_private,omitempty"`
+	// AllowedPaths are host directories the plugin sees in its WASI
+	// filesystem.
+	AllowedPaths []AllowedPath `json:"allowed_paths,omitempty"`
+	// MemoryLimitMiB, CallTimeout and MaxInstances override
+	// plugins.memory_limit_mib, plugins.call_timeout (also capping the
+	// timeouts its tools declare) and plugins.max_instances for this
+	// plugin.
+	MemoryLimitMiB *uint     `json:"memory_limit_mib,omitempty"`
+	CallTimeout    *Duration `json:"call_timeout,omitempty"`
+	MaxInstances   *int      `json:"max_instances,omitempty"`
+	// Stateful runs the plugin as one long-lived instance whose state
+	// persists across calls (calls are serialised).
+	Stateful bool `json:"stateful,omitempty"`
+	// Prefix is put before each of the plugin's tool names ("gh_":
+	// gh_create_issue), and before the tool part of each alias.
+	Prefix string `json:"prefix,omitempty"`
+	// Skip lists tools (by the plugin's names) not to serve.
+	Skip []string `json:"skip,omitempty"`
+	// Rename serves a tool (by the plugin's name) under another name; the
+	// new name is taken as it is (no prefix).
+	Rename map[string]string `json:"rename,omitempty"`
+}
+
+// AllowedPath is one host directory in a plugin's filesystem.
+type AllowedPath struct {
+	// Path is the directory on the host: absolute, or relative to the
+	// configuration file (absolute after Parse). It must exist.
+	Path string `json:"path"`
+	// Mount is where the plugin sees it, an absolute guest path (default:
+	// Path).
+	Mount string `json:"mount,omitempty"`
+	// Writable lets the plugin create, change and remove files under it.
+	Writable bool `json:"writable,omitempty"`
+}
+
+// ConfigValue is one configuration value of a plugin: a literal, or a
+// secret read from the environment or a file. A secret's value never
+// leaves it but through Value: String, GoString, MarshalJSON and LogValue
+// give "***", so printing or logging a setting shows no secret.
+type ConfigValue struct {
+	value string
+	// env and file are where a secret comes from: ${env}, or
+	// {"secret_file": file} (resolved by Parse).
+	env, file string
+	resolved  bool
+}
+
+// Literal returns a literal configuration value.
+func Literal(v string) ConfigValue { return ConfigValue{value: v, resolved: true} }
+
+// SecretValue returns a secret configuration value (for a host configured
+// in code); from says where it came from, for messages.
+func SecretValue(v, from string) ConfigValue {
+	return ConfigValue{value: v, file: from, resolved: true}
+}
+
+// Masked is what a secret shows as.
+const Masked = "***"
+
+var envRef = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+// UnmarshalJSON reads "literal", "${VAR}" or {"secret_file": "PATH"}; the
+// secret is read by Parse.
+func (v *ConfigValue) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case string(b) == "null":
+		return nil // left as it is, as encoding/json does
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if m := envRef.FindStringSubmatch(s); m != nil {
+			*v = ConfigValue{env: m[1]}
+			return nil
+		}
+		if strings.Contains(s, "${") {
+			return errors.New(`"${VAR}" must be the whole value (the environment variable VAR); write a literal without "${"`)
+		}
+		*v = Literal(s)
+		return nil
+	case len(b) > 0 && b[0] == '{':
+		var f struct {
+			SecretFile *string `json:"secret_file"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil || f.SecretFile == nil {
+			return errors.New(`want {"secret_file": "PATH"}, the file holding the value`)
+		}
+		if *f.SecretFile == "" {
+			return errors.New("secret_file is empty; give the path of the file holding the value")
+		}
+		*v = ConfigValue{file: *f.SecretFile}
+		return nil
+	}
+	return errors.New(`want a string, "${VAR}" (an environment variable) or {"secret_file": "PATH"}`)
+}
+
+// Value is the resolved value.
+func (v ConfigValue) Value() string { return v.value }
+
+// Secret reports whether the value came from the environment or a file.
+func (v ConfigValue) Secret() bool { return v.env != "" || v.file != "" }
+
+// From says where the value comes from: "literal", "${VAR}" or
+// "secret_file PATH".
+func (v ConfigValue) From() string {
+	switch {
+	case v.env != "":
+		return "${" + v.env + "}"
+	case v.file != "":
+		return "secret_file " + v.file
+	}
+	return "literal"
+}
+
+// String is the value, or "***" for a secret.
+func (v ConfigValue) String() string {
+	if v.Secret() {
+		return Masked
+	}
+	return v.value
+}
+
+// GoString is String: %#v shows no secret either.
+func (v ConfigValue) GoString() string { return strconv.Quote(v.String()) }
+
+// LogValue is String, for slog.
+func (v ConfigValue) LogValue() slog.Value { return slog.StringValue(v.String()) }
+
+// MarshalJSON writes String: a secret is written "***".
+func (v ConfigValue) MarshalJSON() ([]byte, error) { return json.Marshal(v.String()) }
+
+// lookupEnv reads the host's environment for "${VAR}" values.
+var lookupEnv = os.LookupEnv
+
+var (
+	pluginName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	toolName   = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	prefixName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	hostLabel  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+)
+
+// checkSettings checks plugins.settings and resolves its paths and
+// values in place.
+func checkSettings(settings map[string]PluginSetting, base string, fail failFunc) {
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
+		s := settings[name]
+		at := func(more ...any) jsonfile.Path { return append(jsonfile.Path{"plugins", "settings", name}, more...) }
+		if !pluginName.MatchString(name) {
+			fail(at(), "plugin name %q: want 1-128 of letters, digits, '_', '-' and '.'", name)
+		}
+		if s.Source != "" {
+			src, err := pluginsrc.Parse(s.Source, base)
+			if err != nil {
+				fail(at("source"), "%v", err)
+			} else {
+				s.Source = src.String()
+			}
+		}
+		for _, key := range slices.Sorted(maps.Keys(s.Config)) {
+			v := s.Config[key]
+			switch {
+			case key == "":
+				fail(at("config", key), "an empty key; name the value")
+			case v.env != "":
+				val, ok := lookupEnv(v.env)
+				if !ok {
+					fail(at("config", key), "environment variable %s is not set (the value is \"${%s}\")", v.env, v.env)
+				}
+				v.value, v.resolved = val, true
+			case v.file != "" && !v.resolved:
+				p := v.file
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(base, p)
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					// The error names the file, never its content.
+					fail(at("config", key, "secret_file"), "%v", err)
+				}
+				v.file = p
+				v.value = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+				v.resolved = true
+			}
+			s.Config[key] = v
+		}
+		for i, h := range s.AllowedHosts {
+			norm, err := checkHostPattern(h)
+			if err != nil {
+				fail(at("allowed_hosts", i), "%v", err)
+				continue
+			}
+			s.AllowedHosts[i] = norm
+		}
+		mounts := map[string]int{}
+		for i := range s.AllowedPaths {
+			p := &s.AllowedPaths[i]
+			if p.Path == "" {
+				fail(at("allowed_paths", i, "path"), "is empty; give a host directory")
+				continue
+			}
+			if !filepath.IsAbs(p.Path) {
+				p.Path = filepath.Join(base, p.Path)
+			}
+			p.Path = filepath.Clean(p.Path)
+			if st, err := os.Stat(p.Path); err != nil {
+				fail(at("allowed_paths", i, "path"), "%v", err)
+			} else if !st.IsDir() {
+				fail(at("allowed_paths", i, "path"), "%s is not a directory", p.Path)
+			}
+			if p.Mount == "" {
+				p.Mount = filepath.ToSlash(p.Path)
+			}
+			if !path.IsAbs(p.Mount) {
+				fail(at("allowed_paths", i, "mount"), "guest path %q is not absolute (e.g. /data)", p.Mount)
+				continue
+			}
+			p.Mount = path.Clean(p.Mount)
+			if j, dup := mounts[p.Mount]; dup {
+				fail(at("allowed_paths", i, "mount"), "%s is mounted by allowed_paths[%d] already", p.Mount, j)
+			}
+			mounts[p.Mount] = i
+		}
+		if m := s.MemoryLimitMiB; m != nil && (*m < 1 || *m > 4096) {
+			fail(at("memory_limit_mib"), "want 1 to 4096 (MiB), got %d", *m)
+		}
+		positive(fail, at("call_timeout"), s.CallTimeout)
+		if n := s.MaxInstances; n != nil && *n < 1 {
+			fail(at("max_instances"), "must be at least 1 (leave it out for plugins.max_instances), got %d", *n)
+		}
+		if s.Prefix != "" && !prefixName.MatchString(s.Prefix) {
+			fail(at("prefix"), "prefix %q: want 1-64 of letters, digits, '_', '-' and '.' (tool names allow no others)", s.Prefix)
+		}
+		for i, t := range s.Skip {
+			if !toolName.MatchString(t) {
+				fail(at("skip", i), "tool name %q: want 1-128 of letters, digits, '_', '-' and '.'", t)
+			}
+		}
+		served := map[string]string{}
+		for _, old := range slices.Sorted(maps.Keys(s.Rename)) {
+			nw := s.Rename[old]
+			switch {
+			case !toolName.MatchString(old):
+				fail(at("rename", old), "tool name %q: want 1-128 of letters, digits, '_', '-' and '.'", old)
+			case !toolName.MatchString(nw):
+				fail(at("rename", old), "new name %q: want 1-128 of letters, digits, '_', '-' and '.'", nw)
+			case slices.Contains(s.Skip, old):
+				fail(at("rename", old), "tool %s is also in skip; rename it or skip it", old)
+			case served[nw] != "":
+				fail(at("rename", old), "%s is also the new name of %s", nw, served[nw])
+			}
+			served[nw] = old
+		}
+		settings[name] = s
+	}
+}
+
+// checkHostPattern checks one allowed_hosts entry and returns it
+// lowercased: NAME, *.DOMAIN, an IP address, or any of them with :PORT.
+func checkHostPattern(h string) (string, error) {
+	h = strings.ToLower(strings.TrimSpace(h))
+	bad := func() (string, error) {
+		return "", fmt.Errorf("host %q: want NAME, *.DOMAIN or an IP address ([…] for IPv6), optionally with :PORT", h)
+	}
+	if h == "*" || strings.HasPrefix(h, "*:") {
+		return "", fmt.Errorf("%q would allow every host; list the hosts (or *.domain) the plugin needs", h)
+	}
+	if net.ParseIP(h) != nil {
+		return h, nil
+	}
+	host, port := h, ""
+	switch {
+	case strings.HasPrefix(h, "["):
+		if strings.HasSuffix(h, "]") {
+			host = h[1 : len(h)-1]
+		} else if hh, p, err := net.SplitHostPort(h); err == nil {
+			host, port = hh, p
+		} else {
+			return bad()
+		}
+		if !strings.Contains(host, ":") || net.ParseIP(host) == nil {
+			return bad()
+		}
+	case strings.Contains(h, ":"):
+		i := strings.LastIndexByte(h, ':')
+		host, port = h[:i], h[i+1:]
+		if strings.Contains(host, ":") {
+			return bad() // an IPv6 address with a port needs brackets
+		}
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("host %q: port %q is not 1 to 65535", h, port)
+		}
+	}
+	if net.ParseIP(host) != nil {
+		return h, nil
+	}
+	wild := strings.HasPrefix(host, "*.")
+	name := strings.TrimPrefix(host, "*.")
+	if name == "" || len(name) > 253 || strings.Contains(name, "*") {
+		return "", fmt.Errorf("host %q: a * only as the whole first label (*.example.com)", h)
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if !hostLabel.MatchString(l) {
+			return "", fmt.Errorf("host %q: %q is not a DNS label (letters, digits and '-', not at either end)", h, l)
+		}
+	}
+	if wild && len(labels) < 2 {
+		return "", fmt.Errorf("host %q: *.%s would match a whole top-level domain; name the domain", h, name)
+	}
+	return h, nil
+}
+
+// settingsSummary says what plugins.settings sets, never a value.
+func settingsSummary(settings map[string]PluginSetting) string {
+	var plugins []string
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
+		s := settings[name]
+		var what []string
+		if s.Source != "" {
+			src, err := pluginsrc.Parse(s.Source, "")
+			kind := "source"
+			if err == nil {
+				kind = src.Kind.String() + " source"
+			}
+			what = append(what, kind)
+		}
+		if n := len(s.Config); n > 0 {
+			secrets := 0
+			for _, v := range s.Config {
+				if v.Secret() {
+					secrets++
+				}
+			}
+			what = append(what, fmt.Sprintf("config (%s, %s)", plural(n, "value"), plural(secrets, "secret")))
+		}
+		if n := len(s.AllowedHosts); n > 0 {
+			what = append(what, plural(n, "allowed host"))
+		}
+		if s.AllowPrivate {
+			what = append(what, "allow_private")
+		}
+		if n := len(s.AllowedPaths); n > 0 {
+			what = append(what, plural(n, "allowed path"))
+		}
+		for _, v := range []struct {
+			name string
+			set  bool
+		}{{"memory_limit_mib", s.MemoryLimitMiB != nil}, {"call_timeout", s.CallTimeout != nil},
+			{"max_instances", s.MaxInstances != nil}, {"stateful", s.Stateful}} {
+			if v.set {
+				what = append(what, v.name)
+			}
+		}
+		if s.Prefix != "" {
+			what = append(what, "prefix "+s.Prefix)
+		}
+		if n := len(s.Skip); n > 0 {
+			what = append(what, fmt.Sprintf("skip %d", n))
+		}
+		if n := len(s.Rename); n > 0 {
+			what = append(what, fmt.Sprintf("rename %d", n))
+		}
+		if len(what) == 0 {
+			what = append(what, "defaults")
+		}
+		plugins = append(plugins, name+": "+strings.Join(what, ", "))
+	}
+	return strings.Join(plugins, "; ")
+}
+
+// Sources returns the plugins the settings add from a source, by name.
+func (p Plugins) Sources() map[string]string {
+	out := map[string]string{}
+	for name, s := range p.Settings {
+		if s.Source != "" {
+			out[name] = s.Source
+		}
+	}
+	return out
+}
+
+// LockFile is the lockfile pinning the plugins with a source: plugboard.lock
+// in the configuration file's directory.
+func (c *Config) LockFile() string {
+	if c == nil || c.File == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(c.File)
+	if err != nil {
+		abs = c.File
+	}
+	return pluginsrc.LockFor(abs)
+}
