@@ -22,7 +22,36 @@ var (
 // buildFix starts several fixes.
 const buildFix = "build the plugin with `plugboard plugin build` "
 
-func checkExports(rec *recorder, m *module) {
+// isHyperV2 is the host's rule (registry.IsHyperV2) read off the parsed
+// module, so that the exports are checked against the interface the host
+// will call even when the module does not compile: list_tools and call_tool
+// exported as functions, describe not.
+func isHyperV2(m *module) bool {
+	fn := func(name string) bool {
+		e, ok := m.export(name)
+		return ok && e.kind == kindFunc
+	}
+	return !fn(abi.ExportDescribe) && fn(plugin.HyperListTools) && fn(plugin.HyperCallTool)
+}
+
+// hyperOptional are the optional exports of hyper-mcp's v2 interface, with
+// the MCP method each serves.
+var hyperOptional = []struct{ export, method string }{
+	{plugin.HyperListResources, "resources/list"},
+	{plugin.HyperListResourceTemplates, "resources/templates/list"},
+	{plugin.HyperReadResource, abi.MethodResourcesRead},
+	{plugin.HyperListPrompts, "prompts/list"},
+	{plugin.HyperGetPrompt, abi.MethodPromptsGet},
+	{plugin.HyperComplete, abi.MethodCompletionComplete},
+}
+
+// checkExports checks the exports the host calls. A hyper-mcp v2 plugin
+// (hyper) legitimately differs from plugboard's ABI: the host calls
+// list_tools, call_tool and whichever optional v2 export it finds, never
+// describe, call or the plugboard_buffer/plugboard_call pair, so those are
+// neither required nor checked; memory, _initialize and _start are checked
+// as for any plugin.
+func checkExports(rec *recorder, m *module, hyper bool) {
 	want := func(name string, kind byte, t *funcType, why string) {
 		e, ok := m.export(name)
 		switch {
@@ -40,8 +69,18 @@ func checkExports(rec *recorder, m *module) {
 			}
 		}
 	}
-	want(abi.ExportDescribe, kindFunc, &typeStatus, "the host reads the manifest through it")
-	want(abi.ExportCall, kindFunc, &typeStatus, "the host calls tools through it")
+	if hyper {
+		want(plugin.HyperListTools, kindFunc, &typeStatus, "the host reads the tools through it")
+		want(plugin.HyperCallTool, kindFunc, &typeStatus, "the host calls tools through it")
+		for _, o := range hyperOptional {
+			if _, ok := m.export(o.export); ok {
+				want(o.export, kindFunc, &typeStatus, "the host calls it for "+o.method)
+			}
+		}
+	} else {
+		want(abi.ExportDescribe, kindFunc, &typeStatus, "the host reads the manifest through it")
+		want(abi.ExportCall, kindFunc, &typeStatus, "the host calls tools through it")
+	}
 	want("memory", kindMemory, nil, "host functions and WASI read and write guest memory")
 	if _, ok := m.export(abi.ExportInitialize); ok {
 		want(abi.ExportInitialize, kindFunc, &typeInit, "the host runs it once per instance")
@@ -53,6 +92,7 @@ func checkExports(rec *recorder, m *module) {
 	_, hasBuf := m.export(abi.ExportBuffer)
 	_, hasDirect := m.export(abi.ExportCallDirect)
 	switch {
+	case hyper:
 	case hasBuf && hasDirect:
 		want(abi.ExportBuffer, kindFunc, &typeBuffer, "the direct-call pair")
 		want(abi.ExportCallDirect, kindFunc, &typeDirect, "the direct-call pair")
@@ -68,14 +108,15 @@ func checkExports(rec *recorder, m *module) {
 type linker func(ctx context.Context, mod, name string, t funcType) error
 
 func checkImports(ctx context.Context, rec *recorder, m *module, link linker) {
-	allowed := []string{abi.WASIModule, abi.ExtismModule, abi.HostModule}
+	allowed := []string{abi.WASIModule, abi.ExtismModule, abi.HostModule, plugin.UserModule}
 	for _, imp := range m.imports {
 		id := imp.module + "." + imp.name
 		switch {
 		case !slices.Contains(allowed, imp.module):
 			rec.fail(CheckImports, "", fmt.Sprintf("imports %s %s from module %q, which plugboard does not provide (allowed: %s)",
 				kindName(imp.kind), id, imp.module, strings.Join(allowed, ", ")),
-				"remove the dependency that imports it (a plugin reaches the host only through WASI, Extism's kernel and plugboard:host/v1)")
+				"remove the dependency that imports it (a plugin reaches the host only through WASI, Extism's kernel, plugboard:host/v1 and "+
+					"the MCP-client functions of "+plugin.UserModule+")")
 		case imp.kind != kindFunc:
 			rec.fail(CheckImports, "", fmt.Sprintf("imports %s %s; plugins import functions only (they define their own memory)", kindName(imp.kind), id),
 				"build with the standard Go toolchain for wasip1, which defines the module's memory")
@@ -102,6 +143,8 @@ func importFix(module string) string {
 		return fmt.Sprintf("%s provides %s, each (i64) -> i64; update the SDK or fix the import", abi.HostModule, strings.Join(names, ", "))
 	case abi.ExtismModule:
 		return "import Extism kernel functions exactly as github.com/extism/go-pdk v1.x does (the host implements those)"
+	case plugin.UserModule:
+		return "import " + plugin.UserModule + " functions with the signatures hyper-mcp gives them (the host implements those)"
 	}
 	return "use only WASI preview 1 functions, with their standard signatures"
 }
@@ -137,12 +180,21 @@ func checkReach(rec *recorder, m *module) {
 
 // checkCapabilityUse compares declared capabilities with the host
 // functions the plugin imports: board (gated per operation by the board
-// capabilities) and every function abi.HostFunctions gates.
+// capabilities), every function abi.HostFunctions gates, and the
+// functions of plugin.UserModule that need a capability (hyper-mcp's
+// create_message and create_elicitation, which serve the same ones).
 func checkCapabilityUse(rec *recorder, m *module, man *abi.Manifest) {
 	imported := map[string]bool{}
+	// users: capability -> the UserModule function importing it needs.
+	users := map[string]string{}
 	for _, imp := range m.imports {
-		if imp.module == abi.HostModule {
+		switch imp.module {
+		case abi.HostModule:
 			imported[imp.name] = true
+		case plugin.UserModule:
+			if c := plugin.UserCapability(imp.name); c != "" {
+				users[c] = imp.name
+			}
 		}
 	}
 	var boardCaps []string
@@ -167,7 +219,12 @@ func checkCapabilityUse(rec *recorder, m *module, man *abi.Manifest) {
 			continue
 		}
 		declared := slices.Contains(man.Capabilities, f.Capability)
+		user, importsUser := users[f.Capability]
 		switch {
+		case importsUser && !declared:
+			rec.fail(CheckCapabilityUse, "", fmt.Sprintf("imports %s.%s but does not declare %s: every call to it will answer permission_denied",
+				plugin.UserModule, user, f.Capability), fmt.Sprintf("declare the capability (sdk.Require(%q))", f.Capability))
+		case importsUser:
 		case imported[f.Name] && !declared:
 			rec.fail(CheckCapabilityUse, "", fmt.Sprintf("imports plugboard:host/v1.%s but does not declare %s: every call to it will answer permission_denied",
 				f.Name, f.Capability), fmt.Sprintf("declare the capability (sdk.Require(%q))", f.Capability))
@@ -202,16 +259,30 @@ func normaliseManifest(raw []byte, name string) (any, error) {
 	return v, err
 }
 
-// checkSection compares the embedded manifest with describe's answer.
-func checkSection(rec *recorder, section []byte, hasSection bool, described []byte, name string) {
+// checkSection compares the embedded manifest with describe's answer (a
+// hyper-mcp v2 plugin's: the manifest the host makes of its lists). Only a
+// module built by `plugboard plugin build` carries the section, so for a v2
+// plugin without one (hyper) the check does not apply: hyper-mcp's build
+// embeds none, and the host makes the manifest of the lists at load time
+// (cached by sha256). A v2 plugin with a section is checked like any other.
+func checkSection(rec *recorder, section []byte, hasSection bool, described []byte, name string, hyper bool) {
+	if !hasSection && hyper {
+		rec.notApplicable(CheckManifestSection, "", "not applicable to a hyper-mcp v2 plugin: its build embeds no "+abi.ManifestSection+
+			" section; the host makes the manifest of its lists when it loads the plugin, and caches it by sha256")
+		return
+	}
 	if !hasSection {
 		rec.warn(CheckManifestSection, "", "the module has no embedded plugboard.manifest section: the host must compile it and run describe "+
 			"before it can list its tools (then caches the answer)",
 			buildFix+"(it embeds the manifest), or embed describe's output in a custom section named "+abi.ManifestSection)
 		return
 	}
+	source := "describe"
+	if hyper {
+		source = "its lists (" + plugin.HyperListTools + ", …)"
+	}
 	if described == nil {
-		rec.skip(CheckManifestSection, "", "skipped: describe did not answer")
+		rec.skip(CheckManifestSection, "", "skipped: "+source+" did not answer")
 		return
 	}
 	a, err := normaliseManifest(section, name)
@@ -221,11 +292,11 @@ func checkSection(rec *recorder, section []byte, hasSection bool, described []by
 	}
 	b, err := normaliseManifest(described, name)
 	if err != nil {
-		rec.skip(CheckManifestSection, "", "skipped: describe's answer is not a manifest")
+		rec.skip(CheckManifestSection, "", "skipped: what "+source+" returned is not a manifest")
 		return
 	}
 	if !reflect.DeepEqual(a, b) {
-		rec.fail(CheckManifestSection, "", "the embedded manifest differs from what describe returns ("+jsonDiff(a, b, "")+
+		rec.fail(CheckManifestSection, "", "the embedded manifest differs from what "+source+" returns ("+jsonDiff(a, b, "")+
 			"): the host lists the embedded one but the code serves the other", buildFix+"again after every change (it re-embeds the manifest)")
 		return
 	}

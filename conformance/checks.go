@@ -68,26 +68,33 @@ var Checks = []Check{
 	{CheckExports, SeverityError, false,
 		"describe and call are exported as functions of type () -> i32; memory is exported; _initialize, if exported, is () -> (); " +
 			"no _start (a command module: the host never runs it, so the Go runtime is never initialised); " +
-			"plugboard_buffer (i32) -> i32 and plugboard_call (i32) -> i64 come as a pair"},
+			"plugboard_buffer (i32) -> i32 and plugboard_call (i32) -> i64 come as a pair. A hyper-mcp v2 plugin (list_tools and call_tool " +
+			"exported, describe not) is checked by its own interface: list_tools, call_tool and each optional v2 export it has " +
+			"(list_resources, read_resource, …) are () -> i32 instead of describe and call, and the pair is not checked (the host never calls it there)"},
 	{CheckImports, SeverityError, false,
-		"every import is a function from wasi_snapshot_preview1, extism:host/env or plugboard:host/v1 that the host's runtime really " +
+		"every import is a function from wasi_snapshot_preview1, extism:host/env, plugboard:host/v1 or extism:host/user (hyper-mcp's " +
+			"MCP-client functions) that the host's runtime really " +
 			"provides with that signature (each import is linked on its own against the host's engine); no memory, table or global " +
 			"imports; plugboard:host/v1.yield is reserved for the host's loop instrumentation"},
 	{CheckInstantiate, SeverityError, false,
 		"the module compiles in the host's runtime (after loop instrumentation) and an instance starts (_initialize runs) within the deadline"},
 	{CheckDescribe, SeverityError, false,
-		"the describe export answers, within the deadline, JSON that decodes as a manifest"},
+		"the describe export answers, within the deadline, JSON that decodes as a manifest; for a hyper-mcp v2 plugin its lists stand " +
+			"for describe (list_tools, and list_resources, list_resource_templates and list_prompts where exported), as the host reads them"},
 	{CheckManifest, SeverityError, false,
-		"the manifest the host serves (the embedded section, else describe's answer) passes abi.Manifest.Validate: tools, names, " +
+		"the manifest the host serves (the embedded section, else describe's answer or a v2 plugin's lists) passes abi.Manifest.Validate: tools, names, " +
 			"descriptions, object input schemas, idempotency key, timeout, rules, when"},
 	{CheckVersion, SeverityError, false,
-		"the manifest's abi is one this host supports (at most abi.Version); a manifest without abi (an Extism MCP plugin) is a warning"},
+		"the manifest's abi is one this host supports (at most abi.Version); a manifest without abi (an Extism MCP plugin) is a warning; " +
+			"not applicable to a hyper-mcp v2 plugin whose manifest names none (its interface has no ABI version)"},
 	{CheckManifestSection, SeverityError, false,
 		"the embedded plugboard.manifest section is JSON equal to what describe returns (after the defaults plugin build fills in: " +
-			"plugin name, abi); a module without the section is a warning (the host must compile it and run describe at load time)"},
+			"plugin name, abi); a module without the section is a warning (the host must compile it and run describe at load time); " +
+			"not applicable to a hyper-mcp v2 plugin without one (its build embeds none), and one with a section is compared with its lists"},
 	{CheckCapabilityUse, SeverityWarning, false,
 		"capabilities match the imports: a plugin importing plugboard:host/v1.board declares a capability (else every board call is " +
-			"permission_denied), and one declaring board capabilities imports board (least privilege: declare only what you use)"},
+			"permission_denied), and one declaring board capabilities imports board (least privilege: declare only what you use); " +
+			"extism:host/user's create_message and create_elicitation count as sampling and elicitation"},
 	{CheckCapabilities, SeverityError, false,
 		"every declared capability is one the host knows (abi: board.read, board.write, board.control, workspace.read)"},
 	{CheckToolName, SeverityError, true,

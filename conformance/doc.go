@@ -31,6 +31,26 @@
 //     must never crash the plugin or the host.
 //   - sandbox.*: see below.
 //
+// # hyper-mcp v2 plugins
+//
+// A module exporting list_tools and call_tool but no describe speaks
+// hyper-mcp's v2 interface, which the host serves unchanged
+// (see plugin.HyperListTools). The kit checks it through that interface, with the
+// same engine and pipeline, and adjusts only what is plugboard's own ABI:
+//
+//   - abi.exports wants list_tools, call_tool and any optional v2 export
+//     as () -> i32 instead of describe and call, and not the
+//     plugboard_buffer/plugboard_call pair (the host never calls it there);
+//   - abi.describe runs the lists (plugin.Describe), from which the host
+//     makes the manifest;
+//   - abi.manifest_section, when the module has no section (hyper-mcp's
+//     build embeds none), and abi.version, when the manifest names no ABI
+//     (the lists carry none), are reported as not applicable
+//     (StatusNotApplicable), each with why. A v2 plugin with a section
+//     (built by plugboard plugin build) is checked on both as any other.
+//
+// Every surface, behaviour and sandbox check is the same for it.
+//
 // # The sandbox check
 //
 // A generic kit cannot know what a tool does, so it cannot make a tool try

@@ -242,9 +242,14 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		return
 	}
 	rec.pass(CheckWasm, "")
+	// A hyper-mcp v2 plugin is checked through the interface the host
+	// serves it by (see checkExports, the describe step, checkSection and
+	// abi.version below); every other check is the same for it.
+	hyper := isHyperV2(mod)
+	pr.HyperV2 = hyper
 
 	// ABI: exports, imports (each linked against the engine), reach.
-	checkExports(rec, mod)
+	checkExports(rec, mod, hyper)
 	checkImports(ctx, rec, mod, k.link)
 	checkReach(rec, mod)
 
@@ -264,29 +269,37 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	} else {
 		rec.pass(CheckInstantiate, "")
 	}
-	if _, ok := mod.export(abi.ExportDescribe); !ok || !instantiated {
+	// The manifest as the host reads it from the module (plugin.Describe):
+	// describe's answer, or for a v2 plugin the manifest made of its lists
+	// (list_tools, and list_resources, list_resource_templates and
+	// list_prompts where exported), which stand for describe.
+	if _, ok := mod.export(abi.ExportDescribe); !(ok || hyper) || !instantiated {
 		rec.skip(CheckDescribe, "", "skipped: no describe export or no instance")
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, describeTimeout)
-		out, err := rt.Describe(dctx)
+		out, err := plugin.Describe(dctx, rt)
 		cancel()
 		var m abi.Manifest
 		if err == nil {
 			err = json.Unmarshal(out, &m)
 		}
-		if err != nil {
+		switch {
+		case err != nil && hyper:
+			rec.fail(CheckDescribe, "", "listing the tools failed (a hyper-mcp v2 plugin's lists stand for describe): "+err.Error(),
+				"list_tools must output MCP's tools/list result ({\"tools\": [...]}) and return 0")
+		case err != nil:
 			rec.fail(CheckDescribe, "", "describe failed: "+err.Error(),
 				"describe must output the manifest JSON ({\"tools\": [...]}) and return 0; the SDK's describe does")
-		} else {
+		default:
 			described = out
 			rec.pass(CheckDescribe, "")
 		}
 	}
 
 	// The manifest the host serves: the section if there is one, else
-	// describe's answer.
+	// describe's answer (a v2 plugin's lists).
 	section, hasSection := info.Custom[abi.ManifestSection]
-	checkSection(rec, section, hasSection, described, name)
+	checkSection(rec, section, hasSection, described, name, hyper)
 	served := described
 	if hasSection {
 		served = section
@@ -295,7 +308,11 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	manifestOK := false
 	switch {
 	case served == nil:
-		rec.skip(CheckManifest, "", "skipped: no manifest (no section, and describe did not answer)")
+		lister := abi.ExportDescribe
+		if hyper {
+			lister = plugin.HyperListTools
+		}
+		rec.skip(CheckManifest, "", "skipped: no manifest (no section, and "+lister+" did not answer)")
 	default:
 		if err := json.Unmarshal(served, &man); err != nil {
 			rec.fail(CheckManifest, "", "the manifest is not valid JSON: "+err.Error(), buildFix+"again")
@@ -320,6 +337,13 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		case man.ABI > abi.Version:
 			rec.fail(CheckVersion, "", fmt.Sprintf("the manifest declares abi %d; this host supports up to %d", man.ABI, abi.Version),
 				"build against the plugboard release this host runs, or upgrade the host")
+		case man.ABI <= 0 && hyper:
+			// hyper-mcp's v2 interface has no ABI version, and needs none: the
+			// host serves such a plugin through its exports, not by
+			// plugboard's ABI. With a section (plugin build records abi) it is
+			// checked as any plugin's.
+			rec.notApplicable(CheckVersion, "", "not applicable to a hyper-mcp v2 plugin: its manifest is made of its lists, "+
+				"which carry no ABI version; the host serves it through its v2 exports whatever plugboard's ABI")
 		case man.ABI <= 0:
 			rec.warn(CheckVersion, "", "the manifest declares no abi: the host treats it as an Extism MCP plugin of ABI 1",
 				buildFix+"(it records abi "+fmt.Sprint(abi.Version)+")")

@@ -21,6 +21,10 @@ const (
 	// StatusSkip: the check could not run because an earlier one failed
 	// (no manifest, no instance); the message says which.
 	StatusSkip Status = "skip"
+	// StatusNotApplicable: the check is one of plugboard's own ABI that a
+	// hyper-mcp v2 plugin legitimately does not meet (its interface has no
+	// such thing); the message says why. It neither passes nor fails.
+	StatusNotApplicable Status = "not_applicable"
 )
 
 // Result is one check on one tool, or on the whole plugin when Tool is "".
@@ -48,19 +52,25 @@ func (r *Result) Failed(strict bool) bool {
 
 // PluginReport is every check on one plugin file.
 type PluginReport struct {
-	File       string   `json:"file"`
+	File string `json:"file"`
+	// HyperV2 is true for a plugin speaking hyper-mcp's v2 interface
+	// (list_tools and call_tool, no describe), which the kit checks through
+	// that interface: see the results of status not_applicable.
+	HyperV2    bool     `json:"hyper_v2,omitempty"`
 	Plugin     string   `json:"plugin,omitempty"`
 	Version    string   `json:"version,omitempty"`
 	Tools      []string `json:"tools"`
 	DurationMS int64    `json:"duration_ms"`
 	// Calls counts the tool calls the behaviour checks made.
-	Calls    int      `json:"calls"`
-	Checks   int      `json:"checks"`
-	Errors   int      `json:"errors"`
-	Warnings int      `json:"warnings"`
-	Skipped  int      `json:"skipped"`
-	OK       bool     `json:"ok"`
-	Results  []Result `json:"results"`
+	Calls    int `json:"calls"`
+	Checks   int `json:"checks"`
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Skipped  int `json:"skipped"`
+	// NotApplicable counts the results of status not_applicable.
+	NotApplicable int      `json:"not_applicable"`
+	OK            bool     `json:"ok"`
+	Results       []Result `json:"results"`
 
 	duration time.Duration
 }
@@ -80,11 +90,13 @@ type Report struct {
 
 // finish counts the results and decides OK.
 func (p *PluginReport) finish(strict bool) {
-	p.Checks, p.Errors, p.Warnings, p.Skipped = len(p.Results), 0, 0, 0
+	p.Checks, p.Errors, p.Warnings, p.Skipped, p.NotApplicable = len(p.Results), 0, 0, 0, 0
 	for _, r := range p.Results {
 		switch {
 		case r.Status == StatusSkip:
 			p.Skipped++
+		case r.Status == StatusNotApplicable:
+			p.NotApplicable++
 		case r.Status == StatusFail && r.Severity == SeverityError:
 			p.Errors++
 		case r.Status == StatusFail:
@@ -194,6 +206,15 @@ func (r *recorder) problem(id, tool string, sev Severity, message, fix string) {
 
 const maxDetails = 12
 
+// notApplicable records that the check does not apply to this plugin,
+// with why, unless it already failed.
+func (r *recorder) notApplicable(id, tool, why string) {
+	res := r.get(id, tool)
+	if res.Status == StatusPass {
+		res.Status, res.Message = StatusNotApplicable, why
+	}
+}
+
 // skip records that the check could not run, unless it already failed.
 func (r *recorder) skip(id, tool, why string) {
 	res := r.get(id, tool)
@@ -213,8 +234,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteText writes the human report: plugins with failures first, each
-// failure with its fix (errors before warnings), then one line per plugin
-// that passed, then the totals.
+// failure with its fix (errors before warnings) and each check that does
+// not apply with why, then one line per plugin that passed, then the
+// totals.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	order := make([]int, len(r.Plugins))
@@ -232,12 +254,21 @@ func (r *Report) WriteText(w io.Writer) error {
 			status = "FAIL"
 		}
 		fmt.Fprintf(&b, "%s  %s", status, filepath.Base(p.File))
+		iface := ""
+		if p.HyperV2 {
+			iface = ", hyper-mcp v2"
+		}
 		if p.Plugin != "" {
-			fmt.Fprintf(&b, " (plugin %s, %s)", strings.TrimSpace(p.Plugin+" "+p.Version), plural(len(p.Tools), "tool"))
+			fmt.Fprintf(&b, " (plugin %s, %s%s)", strings.TrimSpace(p.Plugin+" "+p.Version), plural(len(p.Tools), "tool"), iface)
+		} else if iface != "" {
+			fmt.Fprintf(&b, " (%s)", iface[2:])
 		}
 		fmt.Fprintf(&b, ": %s, %s, %s", plural(p.Checks, "check"), plural(p.Errors, "error"), plural(p.Warnings, "warning"))
 		if p.Skipped > 0 {
 			fmt.Fprintf(&b, ", %d skipped", p.Skipped)
+		}
+		if p.NotApplicable > 0 {
+			fmt.Fprintf(&b, ", %d not applicable", p.NotApplicable)
 		}
 		b.WriteString("\n")
 		for _, res := range failed {
@@ -257,7 +288,18 @@ func (r *Report) WriteText(w io.Writer) error {
 				fmt.Fprintf(&b, "  %-7s  %-32s   fix: %s\n", "", "", res.Fix)
 			}
 		}
-		if len(failed) > 0 {
+		na := 0
+		for _, res := range p.Results {
+			if res.Status == StatusNotApplicable {
+				where := ""
+				if res.Tool != "" {
+					where = res.Tool + ": "
+				}
+				fmt.Fprintf(&b, "  %-7s  %-32s %s%s\n", "n/a", res.ID, where, res.Message)
+				na++
+			}
+		}
+		if len(failed) > 0 || na > 0 {
 			b.WriteString("\n")
 		}
 	}
@@ -384,7 +426,7 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 				text += "\nfix: " + res.Fix
 			}
 			switch {
-			case res.Status == StatusSkip:
+			case res.Status == StatusSkip, res.Status == StatusNotApplicable:
 				tc.Skipped = &junitMessage{Message: res.Message}
 				s.Skipped++
 			case res.Failed(r.Strict):

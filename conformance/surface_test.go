@@ -264,22 +264,25 @@ func TestConformanceImportsAreLinkedForReal(t *testing.T) {
 		{module: abi.HostModule, name: "yield", typ: funcType{nil, []byte{i32}}},           // reserved
 		{module: abi.WASIModule, name: "sock_open", typ: funcType{[]byte{i32}, []byte{i32}}},
 		{module: abi.WASIModule, name: "fd_write", typ: funcType{[]byte{i32, i32, i32, i32}, []byte{i32}}}, // right
+		{module: "extism:host/user", name: "create_message", typ: funcType{[]byte{i64}, []byte{i64}}},      // right (hyper-mcp's)
+		{module: "extism:host/user", name: "notify_progress", typ: funcType{nil, []byte{i32}}},             // hyper-mcp's is (i64) -> ()
 	}, "describe", "call")
 	pr := checkBytes(t, bin)
 	r := result(pr, CheckImports)
 	all := r.Message + "\n" + strings.Join(r.Details, "\n")
-	for _, want := range []string{"env.abort", "no_such_kernel_fn", "extism:host/env.alloc (i32) -> (i32)", "yield", "sock_open"} {
+	for _, want := range []string{"env.abort", "no_such_kernel_fn", "extism:host/env.alloc (i32) -> (i32)", "yield", "sock_open",
+		"extism:host/user.notify_progress () -> (i32)"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("abi.imports does not name %s:\n%s", want, all)
 		}
 	}
-	for _, fine := range []string{".log", "fd_write"} {
+	for _, fine := range []string{".log", "fd_write", "create_message"} {
 		if strings.Contains(all, fine) {
 			t.Errorf("abi.imports flags %s, which the host provides:\n%s", fine, all)
 		}
 	}
-	if len(r.Details) != 4 {
-		t.Errorf("%d problems, want 5:\n%s", len(r.Details)+1, all)
+	if len(r.Details) != 5 {
+		t.Errorf("%d problems, want 6:\n%s", len(r.Details)+1, all)
 	}
 	if result(pr, CheckInstantiate).Status != StatusFail {
 		t.Error("abi.instantiate passed for a module that cannot link")

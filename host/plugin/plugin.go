@@ -59,6 +59,34 @@ func Describe(ctx context.Context, p *Plugin) ([]byte, error) {
 	return registry.Describe(ctx, p)
 }
 
+// Exports of hyper-mcp's v2 interface. A module exporting the first two
+// and no describe speaks it: the host makes its manifest of its lists and
+// calls its exports, one per MCP method, instead of describe and call. The
+// others are optional.
+const (
+	HyperListTools             = registry.HyperListTools
+	HyperCallTool              = registry.HyperCallTool
+	HyperListResources         = registry.HyperListResources
+	HyperListResourceTemplates = registry.HyperListResourceTemplates
+	HyperReadResource          = registry.HyperReadResource
+	HyperListPrompts           = registry.HyperListPrompts
+	HyperGetPrompt             = registry.HyperGetPrompt
+	HyperComplete              = registry.HyperComplete
+)
+
+// UserModule is Extism's namespace for host functions a host defines itself,
+// where hyper-mcp offers its plugins the MCP client (create_message,
+// list_roots, notify_progress, …); the engine provides the same functions.
+const UserModule = runtime.UserModule
+
+// UserCapability returns the capability a function of UserModule needs
+// (create_message: sampling, create_elicitation: elicitation), "" for one
+// that needs none. A manifest naming no ABI version is granted those of the
+// functions its module imports.
+func UserCapability(name string) string {
+	return registry.UserCapability(name)
+}
+
 // Info is what Parse learns from a binary: imports, exports, custom
 // sections, function types.
 type Info = wasmfile.Info
@@ -86,6 +114,12 @@ func Parse(wasm []byte) (*Info, error) {
 // last one when the name repeats), and whether there is one.
 func CustomSection(wasm []byte, name string) ([]byte, bool, error) {
 	return wasmfile.CustomSection(wasm, name)
+}
+
+// RemoveCustomSection returns a copy of wasm without the custom sections of
+// that name.
+func RemoveCustomSection(wasm []byte, name string) ([]byte, error) {
+	return wasmfile.RemoveCustomSection(wasm, name)
 }
 
 // SetCustomSection returns a copy of wasm with every custom section of that

@@ -92,6 +92,10 @@ func Describe(ctx context.Context, rt *runtime.Plugin) ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// UserCapability returns the capability a function of runtime.UserModule
+// needs, "" for one that needs none.
+func UserCapability(name string) string { return userCapabilities[name] }
+
 func importedCapabilities(rt *runtime.Plugin) []string {
 	var caps []string
 	for _, name := range rt.UserImports() {

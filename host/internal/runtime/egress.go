@@ -465,6 +465,20 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 		reqCtx, cancel = context.WithTimeout(ctx, g.timeout)
 	}
 	defer cancel()
+	// fail ends the call after an error of the request or of its body.
+	// When the call's own deadline or cancellation caused it, the guest
+	// unwinds as one asleep past it would (the call fails with
+	// plugin_timeout or cancelled), and the request is recorded first,
+	// with the message of that envelope: the decision log keeps a request
+	// cut short by the deadline like any other.
+	fail := func(err error) {
+		var r *refusal
+		if !errors.As(err, &r) && ctx.Err() != nil {
+			record(k.plugin.contextEnvelope(ctx, "running"))
+			panic(errInterrupted{ctx.Err()})
+		}
+		end(g.failure(reqCtx, rec.URL, err))
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -480,14 +494,14 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
-		end(g.failure(ctx, reqCtx, rec.URL, err))
+		fail(err)
 	}
 	defer resp.Body.Close()
 	rec.Status = resp.StatusCode
 	data, err := io.ReadAll(io.LimitReader(resp.Body, g.maxBytes+1))
 	rec.Bytes = int64(len(data))
 	if err != nil {
-		end(g.failure(ctx, reqCtx, rec.URL, err))
+		fail(err)
 	}
 	if int64(len(data)) > g.maxBytes {
 		env := abi.NewEnvelope(abi.CodeResourceExhausted,
@@ -512,17 +526,13 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 	return off
 }
 
-// failure classifies an error of Do or of the body read.
-func (g *egress) failure(callCtx, reqCtx context.Context, shown string, err error) *abi.Envelope {
+// failure classifies an error of Do or of the body read that the call's
+// own deadline or cancellation did not cause (httpRequest unwinds the guest
+// for those).
+func (g *egress) failure(reqCtx context.Context, shown string, err error) *abi.Envelope {
 	var r *refusal
 	if errors.As(err, &r) {
 		return r.env
-	}
-	if callCtx.Err() != nil {
-		// The call's own deadline or cancellation: unwinds like a guest
-		// asleep past it, and the call fails with plugin_timeout or
-		// cancelled.
-		panic(errInterrupted{callCtx.Err()})
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -321,6 +321,19 @@ func TestEgress(t *testing.T) {
 			!strings.Contains(r.Err, "may not reach") {
 			t.Errorf("refused request: %+v", r)
 		}
+		// A request the call's deadline cuts short is recorded too, with
+		// what came before it and the envelope the call ends with.
+		recs = nil
+		cctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+		defer cancel()
+		_, err := fetch(t, cctx, open, args("url", tlsSrv.URL+"/slow"), opts)
+		if env := envelope(t, err); env.Code != abi.CodePluginTimeout {
+			t.Errorf("slow: %+v", env)
+		}
+		if len(recs) != 1 || recs[0].URL != tlsSrv.URL+"/slow" || recs[0].Status != 200 || recs[0].Bytes != 5 ||
+			!strings.Contains(recs[0].Err, "did not finish before its deadline") {
+			t.Errorf("interrupted request: %+v", recs)
+		}
 	})
 
 	t.Run("secrets are masked in envelopes, guest log lines and records", func(t *testing.T) {

@@ -3,9 +3,10 @@
 // Command fetch is a test plugin written straight against
 // github.com/extism/go-pdk: one tool that makes an Extism HTTP request to
 // the URL it is given and answers the status, the body's length and the
-// response headers. The operator's configuration value api_key, when set,
-// goes out as the X-Api-Key header. With leak set, the tool logs the key and
-// fails with an error naming it, so tests can check the host masks secrets.
+// response headers. The operator's configuration values api_key and token,
+// when set, go out as the X-Api-Key and X-Token headers. With leak set, the
+// tool logs both and fails with an error naming them, so tests can check the
+// host masks secrets.
 package main
 
 import (
@@ -64,9 +65,10 @@ func call() int32 {
 	}
 	args := req.Params.Arguments
 	key, hasKey := pdk.GetConfig("api_key")
+	token, hasToken := pdk.GetConfig("token")
 	if args.Leak {
-		pdk.Log(pdk.LogInfo, "calling "+args.URL+" with key "+key)
-		pdk.SetErrorString("upstream refused key " + key)
+		pdk.Log(pdk.LogInfo, "calling "+args.URL+" with key "+key+" and token "+token)
+		pdk.SetErrorString("upstream refused key " + key + " and token " + token)
 		return 1
 	}
 	method, ok := methods[args.Method]
@@ -76,6 +78,9 @@ func call() int32 {
 	r := pdk.NewHTTPRequest(method, args.URL)
 	if hasKey {
 		r.SetHeader("X-Api-Key", key)
+	}
+	if hasToken {
+		r.SetHeader("X-Token", token)
 	}
 	if args.Body != "" {
 		r.SetBody([]byte(args.Body))

@@ -1,0 +1,185 @@
+package conformance_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/conformance"
+	"github.com/plugboard/plugboard/host/plugin"
+)
+
+// TestConformanceHyperV2 runs the kit on a hyper-mcp v2 plugin
+// (testdata/plugins/hyperv2: list_tools, call_tool and the other v2
+// exports, no describe) as hyper-mcp's own build leaves it — no
+// plugboard.manifest section — and as `plugboard plugin build` leaves it
+// (the section embedded). The kit must check it through its v2 exports:
+// every ABI check passes but the two that do not apply to a v2 plugin
+// without a section (abi.manifest_section, abi.version), every tool is
+// called, and what fails is what would fail any plugin.
+func TestConformanceHyperV2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins")
+	}
+	_, wasm := buildtest.Plugins(t, "testdata/plugins/hyperv2")
+	bin, err := os.ReadFile(wasm["hyperv2"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := plugin.CustomSection(bin, abi.ManifestSection); !ok || err != nil {
+		t.Fatalf("the built plugin has no manifest section (%v)", err)
+	}
+	bare, err := plugin.RemoveCustomSection(bin, abi.ManifestSection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	barePath := filepath.Join(t.TempDir(), "hyperv2.wasm")
+	if err := os.WriteFile(barePath, bare, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conformance.Run(context.Background(), []string{barePath, wasm["hyperv2"]}, conformance.Options{Fuzz: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tools := []string{"v2_echo", "v2_fail", "v2_needs_key"}
+	// What fails is not about the interface: no tool declares an
+	// outputSchema or refuses unknown fields, and v2_needs_key fails its
+	// call without the api-key the kit cannot give it.
+	wantFailed := []string{
+		"error behaviour.fuzz/v2_needs_key",
+		"error behaviour.valid/v2_needs_key",
+		"error surface.output_schema/v2_echo",
+		"error surface.output_schema/v2_fail",
+		"error surface.output_schema/v2_needs_key",
+		"warning surface.unknown_fields/v2_echo",
+		"warning surface.unknown_fields/v2_fail",
+		"warning surface.unknown_fields/v2_needs_key",
+	}
+	var wantSkipped []string // no outputSchema: nothing to validate against
+	for _, tool := range tools {
+		wantSkipped = append(wantSkipped, conformance.CheckOutput+"/"+tool, conformance.CheckOutputDescribed+"/"+tool)
+	}
+	slices.Sort(wantSkipped)
+	pluginChecks := []string{conformance.CheckWasm, conformance.CheckExports, conformance.CheckImports, conformance.CheckInstantiate,
+		conformance.CheckDescribe, conformance.CheckManifest, conformance.CheckVersion, conformance.CheckManifestSection,
+		conformance.CheckCapabilityUse, conformance.CheckCapabilities, conformance.CheckSandboxProbe, conformance.CheckSandboxReach}
+
+	for i, c := range []struct {
+		name string
+		// na: the checks the kit reports as not applicable, with what
+		// their message must say.
+		na map[string]string
+	}{
+		{"without a section", map[string]string{
+			conformance.CheckManifestSection: "its build embeds no plugboard.manifest section",
+			conformance.CheckVersion:         "carry no ABI version",
+		}},
+		{"with a section", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &rep.Plugins[i]
+			var text strings.Builder
+			_ = (&conformance.Report{Plugins: []conformance.PluginReport{*p}}).WriteText(&text)
+			defer func() {
+				if t.Failed() {
+					t.Logf("report:\n%s", text.String())
+				}
+			}()
+			if !p.HyperV2 || p.Plugin != "hyperv2" || !slices.Equal(p.Tools, tools) {
+				t.Errorf("hyper_v2 %v, plugin %q, tools %q", p.HyperV2, p.Plugin, p.Tools)
+			}
+			if g := failed(p); !slices.Equal(g, wantFailed) {
+				t.Errorf("failed checks\n got  %q\n want %q", g, wantFailed)
+			}
+			status := map[string]conformance.Status{}
+			var skipped, na []string
+			for _, r := range p.Results {
+				key := r.ID
+				if r.Tool != "" {
+					key += "/" + r.Tool
+				}
+				status[key] = r.Status
+				switch r.Status {
+				case conformance.StatusSkip:
+					skipped = append(skipped, key)
+				case conformance.StatusNotApplicable:
+					na = append(na, key)
+					if want, ok := c.na[key]; !ok || !strings.Contains(r.Message, "hyper-mcp v2") || !strings.Contains(r.Message, want) {
+						t.Errorf("%s not applicable: %q, want it to say %q", key, r.Message, want)
+					}
+				}
+			}
+			slices.Sort(skipped)
+			slices.Sort(na)
+			if !slices.Equal(skipped, wantSkipped) {
+				t.Errorf("skipped checks\n got  %q\n want %q", skipped, wantSkipped)
+			}
+			if want := slices.Sorted(maps.Keys(c.na)); !slices.Equal(na, want) {
+				t.Errorf("not applicable: %q, want %q", na, want)
+			}
+			// Every plugin-level check ran, and every one that applies passed:
+			// exports and describe through the v2 interface.
+			for _, id := range pluginChecks {
+				want := conformance.StatusPass
+				if _, ok := c.na[id]; ok {
+					want = conformance.StatusNotApplicable
+				}
+				if status[id] != want {
+					t.Errorf("%s: %q, want %q", id, status[id], want)
+				}
+			}
+			// Every tool was called through the pipeline, v2's call_tool.
+			for _, tool := range tools {
+				for _, id := range []string{conformance.CheckInvalid, conformance.CheckValid, conformance.CheckFuzz, conformance.CheckCodes} {
+					if s := status[id+"/"+tool]; s != conformance.StatusPass && s != conformance.StatusFail {
+						t.Errorf("%s/%s: %q, want it run", id, tool, s)
+					}
+				}
+			}
+			if p.Calls == 0 || p.NotApplicable != len(c.na) || p.Skipped != len(wantSkipped) {
+				t.Errorf("%d calls, %d not applicable, %d skipped", p.Calls, p.NotApplicable, p.Skipped)
+			}
+			// The text report says which interface it checked and why each
+			// check does not apply.
+			if !strings.Contains(text.String(), "hyper-mcp v2") {
+				t.Error("the text report does not name the interface")
+			}
+			for id, why := range c.na {
+				if !strings.Contains(text.String(), id) || !strings.Contains(text.String(), why) {
+					t.Errorf("the text report does not say why %s does not apply", id)
+				}
+			}
+		})
+	}
+
+	// JSON carries the status; JUnit reports it as skipped with why.
+	var js strings.Builder
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded struct {
+		Plugins []struct {
+			HyperV2       bool `json:"hyper_v2"`
+			NotApplicable int  `json:"not_applicable"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(js.String()), &decoded); err != nil || len(decoded.Plugins) != 2 ||
+		!decoded.Plugins[0].HyperV2 || decoded.Plugins[0].NotApplicable != 2 || !strings.Contains(js.String(), `"status": "not_applicable"`) {
+		t.Errorf("JSON report: %v %+v", err, decoded)
+	}
+	var junit strings.Builder
+	if err := rep.WriteJUnit(&junit); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `<skipped message="not applicable to a hyper-mcp v2 plugin`) {
+		t.Error("JUnit report does not mark the checks that do not apply as skipped")
+	}
+}
