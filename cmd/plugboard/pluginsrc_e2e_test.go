@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // Plugins with a source, end to end through the real binary: a
@@ -171,7 +172,15 @@ func TestPluginSourcesEndToEnd(t *testing.T) {
 	}
 	cfg := writeJSON(t, filepath.Join(dir, "plugboard.json"), settings("web_"))
 	os.MkdirAll(filepath.Join(dir, "plugins"), 0o755)
-	if err := os.WriteFile(filepath.Join(dir, "plugins", "echo.wasm"), echo, 0o644); err != nil {
+	// The local source is echo with one more custom section: the same
+	// tools, other bytes. With web's very bytes it would put them into a
+	// fresh host's source cache (content-addressed by sha256), and that
+	// host would rightly serve web's pinned bytes without the network.
+	localEcho, err := plugin.SetCustomSection(echo, "plugboard-test-copy", []byte("local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plugins", "echo.wasm"), localEcho, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	lockFile := filepath.Join(dir, "plugboard.lock")
