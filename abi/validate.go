@@ -5,24 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 )
 
-// toolName is MCP's tool-name rule: 1-128 of letters, digits, '_', '-', '.'.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// The name rules are written out rather than as regular expressions so that
+// plugins, which link this package, do not link package regexp (issue 15).
 
-// ValidToolName reports whether name is a valid MCP tool name.
-func ValidToolName(name string) bool { return toolName.MatchString(name) }
+// ValidToolName reports whether name is a valid MCP tool name: 1-128 of
+// letters, digits, '_', '-', '.'.
+func ValidToolName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !nameByte(name[i]) && name[i] != '_' {
+			return false
+		}
+	}
+	return true
+}
 
-// aliasName is mcp__<namespace>__<tool>: a namespace of letters, digits and
-// '-' in words joined by single '_', then a tool name.
-var aliasName = regexp.MustCompile(`^mcp__[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*__[A-Za-z0-9.-][A-Za-z0-9_.-]*$`)
+// nameByte reports whether c is a letter, digit, '-' or '.'.
+func nameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.'
+}
 
 // ValidAlias reports whether name is a valid tool alias: a valid tool name
-// of the form mcp__<namespace>__<tool> (mcp__mail__send).
-func ValidAlias(name string) bool { return ValidToolName(name) && aliasName.MatchString(name) }
+// of the form mcp__<namespace>__<tool> (mcp__mail__send), the namespace
+// letters, digits and '-' in words joined by single '_', the tool not
+// starting with '_' (the regular expression
+// ^mcp__[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*__[A-Za-z0-9.-][A-Za-z0-9_.-]*$).
+func ValidAlias(name string) bool {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok || !ValidToolName(name) {
+		return false
+	}
+	// The namespace has no "__", so it ends at the first one.
+	ns, tool, ok := strings.Cut(rest, "__")
+	if !ok || ns == "" || tool == "" || ns[0] == '_' || ns[len(ns)-1] == '_' || tool[0] == '_' {
+		return false
+	}
+	for i := 0; i < len(ns); i++ {
+		if ns[i] == '.' || ns[i] == '_' && ns[i-1] == '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate checks what the host needs to serve a manifest: a supported ABI
 // version, at least one tool, valid and unique names, descriptions, and input

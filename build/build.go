@@ -2,7 +2,10 @@
 // standard Go toolchain for wasip1 in c-shared (reactor) mode, runs the
 // module's describe export once in a sandbox, validates the manifest and
 // embeds it as the abi.ManifestSection custom section, so hosts list the
-// plugin's tools without compiling it. It owns nothing at serve time.
+// plugin's tools without compiling it. A plugin on the guest SDK is built
+// twice: with DescribeTag to run describe, then without it for the module
+// written, which links no schema inference and answers describe with the
+// embedded manifest. It owns nothing at serve time.
 package build
 
 import (
@@ -13,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
@@ -57,14 +62,15 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 	}
 	raw := absOut + ".raw.tmp"
 	defer os.Remove(raw)
-	cmd := exec.CommandContext(ctx, goBin, "build", "-buildmode=c-shared", "-trimpath", "-o", raw, ".")
-	cmd.Dir = srcDir
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	var stderr bytes.Buffer
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go build in %s: %w\n%s", srcDir, err, stderr.String())
+	env := append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	sdkPath, err := sdkDir(ctx, goBin, srcDir, env)
+	if err != nil {
+		return nil, err
+	}
+	// The describe build links the SDK's schema inference (the
+	// plugboard_describe tag); describe runs it in the sandbox.
+	if err := goBuild(ctx, goBin, srcDir, env, raw, "-tags", DescribeTag); err != nil {
+		return nil, err
 	}
 	wasm, err := os.ReadFile(raw)
 	if err != nil {
@@ -73,6 +79,15 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 	m, manifestJSON, err := Describe(ctx, filepath.Base(absSrc), wasm, opts.DescribeTimeout)
 	if err != nil {
 		return nil, err
+	}
+	if sdkPath != "" && embedsManifest(sdkPath) {
+		// The module served is built without the tag, so it links neither
+		// jsonschema-go nor anything only describe needs; its describe
+		// answers the manifest just made, which an overlaid file of the SDK
+		// sets (issue 15).
+		if wasm, err = buildWithManifest(ctx, goBin, srcDir, env, raw, sdkPath, manifestJSON); err != nil {
+			return nil, err
+		}
 	}
 	embedded, err := plugin.SetCustomSection(wasm, abi.ManifestSection, manifestJSON)
 	if err != nil {
@@ -87,6 +102,81 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 		return nil, err
 	}
 	return m, nil
+}
+
+// DescribeTag is the build tag under which the guest SDK links schema
+// inference and describe in WebAssembly. Plugin builds with it to run
+// describe, then without it for the module it writes.
+const DescribeTag = "plugboard_describe"
+
+// sdkImport is the guest SDK's import path.
+const sdkImport = "github.com/plugboard/plugboard/sdk-guest"
+
+// sdkDir returns the directory of the guest SDK package the plugin in srcDir
+// links, or "" when it does not link it (a plugin on another PDK).
+func sdkDir(ctx context.Context, goBin, srcDir string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, goBin, "list", "-deps", "-f", `{{if eq .ImportPath "`+sdkImport+`"}}{{.Dir}}{{end}}`, ".")
+	cmd.Dir = srcDir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list in %s: %w\n%s", srcDir, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// embedsManifest reports whether the guest SDK in dir can answer describe
+// with an embedded manifest (it declares builtManifest). An older SDK
+// cannot: its plugins are built once, with describe linked, as before.
+func embedsManifest(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "schema_embedded.go"))
+	return err == nil && bytes.Contains(b, []byte("\nvar builtManifest string\n"))
+}
+
+// goBuild builds the main package in srcDir as a reactor module into out.
+func goBuild(ctx context.Context, goBin, srcDir string, env []string, out string, flags ...string) error {
+	args := append([]string{"build", "-buildmode=c-shared", "-trimpath", "-o", out}, flags...)
+	cmd := exec.CommandContext(ctx, goBin, append(args, ".")...)
+	cmd.Dir = srcDir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stdout = &stderr
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build in %s: %w\n%s", srcDir, err, stderr.String())
+	}
+	return nil
+}
+
+// buildWithManifest builds the module without DescribeTag, overlaying on the
+// SDK package in sdkDir a file that sets the manifest its describe export
+// returns, and returns the module's bytes.
+func buildWithManifest(ctx context.Context, goBin, srcDir string, env []string, out, sdkDir string, manifestJSON []byte) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "plugboard-build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	gen := filepath.Join(tmp, "manifest.go")
+	src := "// Code generated by plugboard plugin build. DO NOT EDIT.\n\n" +
+		"//go:build wasip1 && !" + DescribeTag + "\n\npackage sdk\n\nfunc init() { builtManifest = " + strconv.Quote(string(manifestJSON)) + " }\n"
+	if err := os.WriteFile(gen, []byte(src), 0o644); err != nil {
+		return nil, err
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(sdkDir, "zz_plugboard_manifest.go"): gen}})
+	if err != nil {
+		return nil, err
+	}
+	overlayFile := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
+		return nil, err
+	}
+	if err := goBuild(ctx, goBin, srcDir, env, out, "-overlay", overlayFile); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(out)
 }
 
 // Describe runs a module's describe export (a hyper-mcp v2 plugin's list

@@ -39,7 +39,13 @@
 // struct tag; fields without omitempty/omitzero are required; unknown input
 // fields are refused, while output objects stay open so results may gain
 // fields), unless ToolSpec supplies hand-written ones. Schemas are built only
-// when describe runs.
+// when describe runs, and inference is linked only natively and in a
+// WebAssembly build with the plugboard_describe tag: `plugboard plugin
+// build` builds the module with the tag to run describe, then without it,
+// embedding describe's answer (the plugboard.manifest section, which hosts
+// read, and the answer of the module's describe). A module built with go
+// build alone therefore links neither jsonschema-go nor its dependencies,
+// and its describe fails, saying to use plugboard plugin build.
 //
 // The call path decodes the request, decodes the arguments, runs the
 // handler and encodes the answer, nothing more. Because encoding/json is

@@ -3,7 +3,6 @@ package sdk
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
@@ -93,10 +92,10 @@ type resource struct {
 }
 
 type resourceTemplate struct {
-	spec     ResourceTemplateSpec
-	read     func(c *Call, uri string, vars map[string]string) ([]abi.ResourceContents, error)
-	match    *regexp.Regexp // nil: the template has expressions the SDK cannot match
-	varNames []string
+	spec      ResourceTemplateSpec
+	read      func(c *Call, uri string, vars map[string]string) ([]abi.ResourceContents, error)
+	parts     []templatePart
+	matchable bool // false: the template has expressions the SDK cannot match
 }
 
 type prompt struct {
@@ -147,7 +146,7 @@ func (r *registry) resourceTemplate(spec ResourceTemplateSpec, read func(c *Call
 		}
 	}
 	t := &resourceTemplate{spec: spec, read: read}
-	t.match, t.varNames = templatePattern(spec.URITemplate)
+	t.parts, t.matchable = templatePattern(spec.URITemplate)
 	r.templates = append(r.templates, t)
 }
 
@@ -166,56 +165,92 @@ func (r *registry) prompt(spec PromptSpec, get func(c *Call, args map[string]str
 	r.prompts = append(r.prompts, &prompt{spec: spec, get: get})
 }
 
-// templatePattern turns a URI template whose expressions are all simple
+// templatePart is a literal of a URI template, or one of its variables.
+type templatePart struct {
+	literal string
+	name    string // "" for a literal
+	rest    bool   // a reserved expression ({+name}): matches anything, else one path segment ([^/?#]*)
+}
+
+// templatePattern splits a URI template whose expressions are all simple
 // ({name}, matching one path segment) or reserved ({+name}, matching the
-// rest) into a regular expression; other operators leave it unmatched.
-func templatePattern(t string) (*regexp.Regexp, []string) {
-	var b strings.Builder
-	var names []string
-	b.WriteString("^")
+// rest) into parts; other operators leave it unmatched (ok false). It and
+// matchTemplate stand for the regular expression ^lit([^/?#]*)lit(.*)$
+// without linking package regexp into every plugin.
+func templatePattern(t string) ([]templatePart, bool) {
+	var parts []templatePart
 	for {
 		i := strings.IndexByte(t, '{')
 		if i < 0 {
-			b.WriteString(regexp.QuoteMeta(t))
-			break
+			if t != "" {
+				parts = append(parts, templatePart{literal: t})
+			}
+			return parts, true
 		}
 		j := strings.IndexByte(t[i:], '}')
 		if j < 0 {
-			return nil, nil
+			return nil, false
 		}
-		b.WriteString(regexp.QuoteMeta(t[:i]))
+		if i > 0 {
+			parts = append(parts, templatePart{literal: t[:i]})
+		}
 		expr := t[i+1 : i+j]
 		t = t[i+j+1:]
-		class := `[^/?#]*`
-		if strings.HasPrefix(expr, "+") {
-			expr, class = expr[1:], `.*`
+		rest := strings.HasPrefix(expr, "+")
+		if rest {
+			expr = expr[1:]
 		}
 		if expr == "" || strings.ContainsAny(expr, "#./;?&=,!@|*:") {
-			return nil, nil
+			return nil, false
 		}
-		names = append(names, expr)
-		b.WriteString("(" + class + ")")
+		parts = append(parts, templatePart{name: expr, rest: rest})
 	}
-	b.WriteString("$")
-	re, err := regexp.Compile(b.String())
-	if err != nil {
-		return nil, nil
+}
+
+// matchTemplate matches all of uri against parts, each variable as long as
+// the rest still matches (the leftmost-first, greedy choice of a regular
+// expression), and appends the variables' values to vals.
+func matchTemplate(parts []templatePart, uri string, vals []string) ([]string, bool) {
+	if len(parts) == 0 {
+		return vals, uri == ""
 	}
-	return re, names
+	p := parts[0]
+	if p.name == "" {
+		if !strings.HasPrefix(uri, p.literal) {
+			return nil, false
+		}
+		return matchTemplate(parts[1:], uri[len(p.literal):], vals)
+	}
+	n := len(uri)
+	if !p.rest {
+		if k := strings.IndexAny(uri, "/?#"); k >= 0 {
+			n = k
+		}
+	}
+	for ; n >= 0; n-- {
+		if out, ok := matchTemplate(parts[1:], uri[n:], append(vals, uri[:n])); ok {
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 // vars extracts the template's variables from uri, or reports no match.
 func (t *resourceTemplate) vars(uri string) (map[string]string, bool) {
-	if t.match == nil {
+	if !t.matchable {
 		return nil, false
 	}
-	m := t.match.FindStringSubmatch(uri)
-	if m == nil {
+	m, ok := matchTemplate(t.parts, uri, make([]string, 0, len(t.parts)))
+	if !ok {
 		return nil, false
 	}
-	vars := make(map[string]string, len(t.varNames))
-	for i, name := range t.varNames {
-		vars[name] = m[i+1]
+	vars := make(map[string]string, len(m))
+	i := 0
+	for _, p := range t.parts {
+		if p.name != "" {
+			vars[p.name] = m[i]
+			i++
+		}
 	}
 	return vars, true
 }

@@ -146,9 +146,16 @@ func TestTemplatePattern(t *testing.T) {
 		{"file:///logs/{day}", "file:///logs/mon/x", nil},
 		{"x://{a}/{+b}", "x://1/2/3", map[string]string{"a": "1", "b": "2/3"}},
 		{"x://{?q}", "x://?q=1", nil}, // other operators are not matched
+		{"x://{+a}/{b}", "x://1/2/3", map[string]string{"a": "1/2", "b": "3"}},
+		{"x://{a}.txt", "x://f.b.txt", map[string]string{"a": "f.b"}},
+		{"x://{a}{b}", "x://ab", map[string]string{"a": "ab", "b": ""}},
+		{"x://a.b/{c}", "x://aXb/1", nil}, // literals are literal
+		{"x://{a}?v=1", "x://q?v=1", map[string]string{"a": "q"}},
+		{"x://{a}", "y://q", nil},
+		{"x://{a", "x://q", nil},
 	} {
-		re, names := templatePattern(tc.tmpl)
-		tt := &resourceTemplate{match: re, varNames: names}
+		parts, ok := templatePattern(tc.tmpl)
+		tt := &resourceTemplate{parts: parts, matchable: ok}
 		vars, ok := tt.vars(tc.uri)
 		if tc.vars == nil {
 			if ok {

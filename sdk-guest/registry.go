@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/plugboard/plugboard/abi"
 )
 
@@ -58,6 +57,9 @@ type tool struct {
 	// no inferred output schema).
 	result bool
 	// schemas builds the input and output schemas; only describe calls it.
+	// It is nil in a WebAssembly build without the plugboard_describe tag,
+	// which serves the manifest plugboard plugin build embedded instead
+	// (schema_embedded.go).
 	schemas func() (in, out json.RawMessage, err error)
 }
 
@@ -204,23 +206,7 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 		// *abi.Envelope (which means no error).
 		return handler(c, in)
 	}
-	t.schemas = func() (in, out json.RawMessage, err error) {
-		in, out = spec.InputSchema, spec.OutputSchema
-		if k := spec.Idempotency; k != nil && in == nil && !contains(jsonFieldNames(inType), k.KeyField) {
-			return nil, nil, fmt.Errorf("tool %q: Idempotency.KeyField %q is not a field of %v", spec.Name, k.KeyField, inType)
-		}
-		if in == nil {
-			if in, err = inferSchema(inType, false); err != nil {
-				return nil, nil, fmt.Errorf("tool %q: input schema: %w", spec.Name, err)
-			}
-		}
-		if out == nil && !isResult {
-			if out, err = inferSchema(outType, true); err != nil {
-				return nil, nil, fmt.Errorf("tool %q: output schema: %w", spec.Name, err)
-			}
-		}
-		return in, out, nil
-	}
+	t.schemas = toolSchemas(spec, inType, outType, isResult)
 	r.tools = append(r.tools, t)
 	r.byName[spec.Name] = t
 }
@@ -263,43 +249,6 @@ func checkObjectSchema(schema json.RawMessage) error {
 	return nil
 }
 
-// inferSchema builds the JSON schema of t. Pointers are followed, so *T has
-// the schema of T (a null output is sent as {}). An output schema is open:
-// its objects accept fields they do not list (openObjects).
-func inferSchema(t reflect.Type, output bool) (json.RawMessage, error) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	s, err := jsonschema.ForType(t, nil)
-	if err != nil {
-		return nil, err
-	}
-	if output {
-		openObjects(s)
-	}
-	return json.Marshal(s)
-}
-
-// openObjects drops additionalProperties false from every object of an
-// inferred output schema. It restricts only what the plugin itself sends,
-// yet a client that keeps the schema of an older version of the tool (one
-// that has not listed tools again since a hot reload) would reject every
-// result that gained a field; and clients compile the keyword for every
-// tool at every tools/list.
-func openObjects(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	if a := s.AdditionalProperties; a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero() {
-		s.AdditionalProperties = nil
-	}
-	for _, p := range s.Properties {
-		openObjects(p)
-	}
-	openObjects(s.Items)
-	openObjects(s.AdditionalProperties)
-}
-
 // manifest builds the manifest of the registered plugin and tools.
 func (r *registry) manifest() (*abi.Manifest, error) {
 	if !r.infoSet {
@@ -314,6 +263,9 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 		Tools:        make([]abi.Tool, 0, len(r.tools)),
 	}
 	for _, t := range r.tools {
+		if t.schemas == nil {
+			return nil, errNoManifest
+		}
 		in, out, err := t.schemas()
 		if err != nil {
 			return nil, fmt.Errorf("sdk: %w", err)
@@ -337,8 +289,9 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 	return m, nil
 }
 
-// describe returns the manifest as JSON: the output of the describe export.
-func (r *registry) describe() ([]byte, error) {
+// manifestJSON returns the manifest as JSON: the output of the describe
+// export where schemas are inferred (describe, in schema_infer.go).
+func (r *registry) manifestJSON() ([]byte, error) {
 	m, err := r.manifest()
 	if err != nil {
 		return nil, err
