@@ -56,6 +56,10 @@ type Plugin struct {
 	once        sync.Once
 	rt          *runtime.Plugin
 	err         error
+	// gate lets calls' compilations go ahead of the background warm-up;
+	// compiled is set once once has run (rt and err are final).
+	gate     *compileGate
+	compiled atomic.Bool
 }
 
 // Name is the plugin's declared name.
@@ -65,6 +69,18 @@ func (p *Plugin) Name() string { return p.Manifest.Plugin.Name }
 // the disk cache) and returns it. A failure is remembered: the plugin stays
 // listed but its calls answer "unavailable" until the host restarts.
 func (p *Plugin) Runtime(ctx context.Context) (*runtime.Plugin, error) {
+	if p.compiled.Load() {
+		return p.rt, p.err
+	}
+	if p.gate != nil {
+		p.gate.begin()
+		defer p.gate.end()
+	}
+	return p.compile(ctx)
+}
+
+// compile is Runtime without telling the warm-up that a call waits.
+func (p *Plugin) compile(ctx context.Context) (*runtime.Plugin, error) {
 	p.once.Do(func() {
 		wasm, err := os.ReadFile(p.Path)
 		if err != nil {
@@ -73,6 +89,7 @@ func (p *Plugin) Runtime(ctx context.Context) (*runtime.Plugin, error) {
 		}
 		p.rt, p.err = p.engine.CompileWith(context.WithoutCancel(ctx), p.Name(), wasm, p.options())
 	})
+	p.compiled.Store(true)
 	return p.rt, p.err
 }
 
@@ -187,6 +204,9 @@ type Options struct {
 	// source with Err is a problem, and a folder's plugin of its name is
 	// not loaded).
 	Sources []Source
+
+	// gate is the registry's: calls' compilations against the warm-up.
+	gate *compileGate
 }
 
 // Load finds and loads every plugin. A broken plugin is logged and recorded
@@ -201,6 +221,7 @@ func Load(ctx context.Context, opts Options) (*Registry, error) {
 	if opts.DescribeTimeout == 0 {
 		opts.DescribeTimeout = 10 * time.Second
 	}
+	opts.gate = &compileGate{}
 	r := &Registry{opts: opts, files: map[string]*fileEntry{}}
 	if _, err := r.reload(ctx); err != nil {
 		return nil, err
@@ -515,7 +536,7 @@ func (s *snapshot) add(p *Plugin, opts Options) {
 }
 
 func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
-	p := &Plugin{Path: path, engine: opts.Engine}
+	p := &Plugin{Path: path, engine: opts.Engine, gate: opts.gate}
 	raw, found, err := manifestSection(path)
 	if err != nil {
 		return nil, fmt.Errorf("not a loadable WebAssembly module: %w", err)
@@ -696,31 +717,88 @@ func (r *Registry) Plugins() []*Plugin { return slices.Clone(r.snap().plugins) }
 // Problems returns the plugins and tools that were refused.
 func (r *Registry) Problems() []Problem { return slices.Clone(r.snap().problems) }
 
-// Warm compiles every plugin and readies one instance of each in the
-// background, at most parallel at a time, so first calls do not pay for
-// compilation. Errors are logged; the call path reports them again.
+// Warm compiles every plugin in the background, at most parallel at a
+// time, so first calls do not pay for compilation. It does not instantiate
+// them: an idle instance keeps its guest heap resident, and instantiating
+// from compiled code is a few milliseconds. A call that has to compile its
+// plugin goes first: the warm-up starts no compilation while one is under
+// way. Errors are logged; the call path reports them again.
 func (r *Registry) Warm(ctx context.Context, parallel int, log *slog.Logger) {
 	r.warm(ctx, r.snap().plugins, parallel, log)
 }
 
 func (r *Registry) warm(ctx context.Context, plugins []*Plugin, parallel int, log *slog.Logger) {
 	sem := make(chan struct{}, max(1, parallel))
-	for _, p := range plugins {
-		go func() {
+	gate := r.opts.gate
+	go func() {
+		var wg sync.WaitGroup
+		for _, p := range plugins {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
-			defer func() { <-sem }()
-			rt, err := p.Runtime(ctx)
-			if err == nil {
-				err = rt.Warm(ctx)
+			if err := gate.wait(ctx); err != nil {
+				<-sem
+				return
 			}
-			if err != nil && ctx.Err() == nil {
-				log.Warn("plugin warm-up failed", "plugin", p.Name(), "err", err)
-			}
-		}()
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if _, err := p.compile(ctx); err != nil && ctx.Err() == nil {
+					log.Warn("plugin warm-up failed", "plugin", p.Name(), "err", err)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+}
+
+// compileGate holds the background warm-up back while calls compile their
+// plugins: on a machine with few cores, a warm-up compilation (seconds for
+// a large module with an empty cache) would otherwise take the core a
+// call's own compilation needs. A warm-up compilation already running is
+// not interrupted (wazero cannot stop one), but no new one starts until
+// every call's compilation has ended.
+type compileGate struct {
+	mu      sync.Mutex
+	calls   int
+	clearCh chan struct{} // closed when calls drops to 0; nil while 0
+}
+
+// begin marks a call that may compile; end undoes it.
+func (g *compileGate) begin() {
+	g.mu.Lock()
+	if g.calls == 0 {
+		g.clearCh = make(chan struct{})
+	}
+	g.calls++
+	g.mu.Unlock()
+}
+
+func (g *compileGate) end() {
+	g.mu.Lock()
+	g.calls--
+	if g.calls == 0 {
+		close(g.clearCh)
+		g.clearCh = nil
+	}
+	g.mu.Unlock()
+}
+
+// wait returns once no call is compiling, or ctx's error.
+func (g *compileGate) wait(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		ch := g.clearCh
+		g.mu.Unlock()
+		if ch == nil {
+			return ctx.Err()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

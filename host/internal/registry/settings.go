@@ -102,7 +102,7 @@ func (p *Plugin) bind(s *Settings) *Plugin {
 		return p
 	}
 	q := &Plugin{Path: p.Path, Manifest: p.Manifest, FromSection: p.FromSection, Origin: p.Origin,
-		engine: p.engine, granted: p.granted, fingerprint: fp}
+		engine: p.engine, granted: p.granted, fingerprint: fp, gate: p.gate}
 	if s != nil {
 		q.settings = *s
 		q.redactor = runtime.NewRedactor(s.Options.Secrets)

@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	goruntime "runtime"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -45,6 +46,13 @@ type Config struct {
 	// MaxInstances caps concurrently running instances per plugin; further
 	// calls wait for a free one.
 	MaxInstances int
+	// IdleTimeout is how long an idle instance (and its guest heap) stays
+	// resident before it is closed, above KeepIdle; < 0 never closes one.
+	IdleTimeout time.Duration
+	// KeepIdle is how many idle instances per plugin outlive IdleTimeout,
+	// so a plugin called now and then does not start its guest each time;
+	// < 0 keeps none. A stateful plugin always keeps its one instance.
+	KeepIdle int
 	// Logger receives guest log lines and runtime events.
 	Logger *slog.Logger
 	// Board serves abi.FuncBoard: req is the guest's BoardRequest, granted
@@ -65,6 +73,8 @@ func DefaultConfig() Config {
 		MaxHostCallBytes: 1 << 20,
 		MaxKernelBytes:   16 << 20,
 		MaxInstances:     max(4, 2*goruntime.GOMAXPROCS(0)),
+		IdleTimeout:      30 * time.Second,
+		KeepIdle:         1,
 	}
 }
 
@@ -89,6 +99,13 @@ func (c Config) withDefaults() Config {
 	if c.MaxInstances == 0 {
 		c.MaxInstances = d.MaxInstances
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.KeepIdle == 0 {
+		c.KeepIdle = d.KeepIdle
+	}
+	c.KeepIdle = max(c.KeepIdle, 0)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -178,7 +195,7 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 		p.releaseOptions()
 		return nil, fmt.Errorf("plugin %s: %w", name, err)
 	}
-	instrumented, err := wasmfile.Instrument(wasm)
+	instrumented, err := e.instrument(wasm)
 	if err != nil {
 		p.releaseOptions()
 		return nil, fmt.Errorf("instrument %s: %w", name, err)
@@ -197,6 +214,7 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 	for _, g := range opts.Grants {
 		p.grants[g] = true
 	}
+	p.startIdleJanitor()
 	return p, nil
 }
 

@@ -59,9 +59,17 @@ type Plugin struct {
 	memPages uint32
 	memory   experimental.MemoryAllocator
 
-	// slots bounds live instances; idle holds instances ready for a call.
-	slots chan struct{}
-	idle  chan *instance
+	// slots bounds live instances. idle holds instances ready for a call,
+	// the most recently used last; mu guards it and closed. The janitor
+	// (janitor.go) closes instances idle for longer than the engine's
+	// IdleTimeout, above keepIdle; stopJanitor ends it.
+	slots       chan struct{}
+	mu          sync.Mutex
+	idle        []*instance
+	closed      bool
+	keepIdle    int
+	stopJanitor chan struct{}
+	janitorDone chan struct{}
 
 	closeOnce sync.Once
 }
@@ -78,6 +86,8 @@ type instance struct {
 	k       kernel
 	console consoleBuffer
 	stack   [1]uint64
+	// idleSince is when the instance last went back to the pool.
+	idleSince time.Time
 }
 
 // Call runs export with input on an idle instance and returns its output.
@@ -196,7 +206,9 @@ func (p *Plugin) Describe(ctx context.Context) ([]byte, error) {
 }
 
 // Warm makes sure one instance is ready, so the first call does not pay for
-// instantiation (the Go runtime's start-up inside the guest).
+// instantiation (the Go runtime's start-up inside the guest). The instance
+// costs its guest heap in memory until the janitor closes it (beyond
+// Config.KeepIdle), so the registry's warm-up only compiles.
 func (p *Plugin) Warm(ctx context.Context) error {
 	inst, err := p.acquire(ctx)
 	if err != nil {
@@ -217,6 +229,7 @@ var ErrBusy = errors.New("plugin calls still running")
 func (p *Plugin) Close(ctx context.Context) error {
 	var err error
 	p.closeOnce.Do(func() {
+		p.stopIdleJanitor()
 		for range cap(p.slots) {
 			select {
 			case p.slots <- struct{}{}:
@@ -225,14 +238,12 @@ func (p *Plugin) Close(ctx context.Context) error {
 				return
 			}
 		}
-		for {
-			select {
-			case inst := <-p.idle:
-				_ = inst.mod.Close(ctx)
-				continue
-			default:
-			}
-			break
+		p.mu.Lock()
+		idle := p.idle
+		p.idle, p.closed = nil, true
+		p.mu.Unlock()
+		for _, inst := range idle {
+			_ = inst.mod.Close(ctx)
 		}
 		err = p.compiled.Close(ctx)
 		p.releaseOptions()
@@ -250,11 +261,15 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 			return nil, p.contextEnvelope(ctx, "waiting for a free instance")
 		}
 	}
-	select {
-	case inst := <-p.idle:
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		inst := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
 		return inst, nil
-	default:
 	}
+	p.mu.Unlock()
 	inst, err := p.instantiate(ctx)
 	if err != nil {
 		<-p.slots
@@ -263,15 +278,20 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 	return inst, nil
 }
 
+// release returns an instance to the pool (before its slot, so a Close
+// holding every slot finds it among the idle), or closes it.
 func (p *Plugin) release(inst *instance, healthy bool) {
 	inst.k.ctx = nil // before another call can take the instance
 	if healthy && !inst.mod.IsClosed() {
-		select {
-		case p.idle <- inst:
-		default:
-			_ = inst.mod.Close(context.Background())
+		p.mu.Lock()
+		if !p.closed && len(p.idle) < cap(p.slots) {
+			inst.idleSince = time.Now()
+			p.idle = append(p.idle, inst)
+			inst = nil
 		}
-	} else {
+		p.mu.Unlock()
+	}
+	if inst != nil {
 		_ = inst.mod.Close(context.Background())
 	}
 	<-p.slots

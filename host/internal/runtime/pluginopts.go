@@ -36,7 +36,10 @@ func (p *Plugin) applyOptions() error {
 		n = 1
 	}
 	p.slots = make(chan struct{}, n)
-	p.idle = make(chan *instance, n)
+	p.keepIdle = e.cfg.KeepIdle
+	if o.Stateful {
+		p.keepIdle = 1
+	}
 	p.memPages, p.memory = e.cfg.MemoryLimitPages, e.memory
 	if m := o.MemoryLimitPages; m > 0 && m != e.cfg.MemoryLimitPages {
 		if m > e.cfg.MemoryLimitPages {
