@@ -205,6 +205,13 @@ func TestAgentCLIs(t *testing.T) {
 		}
 		for _, c := range clis {
 			wg.Go(func() {
+				// After every run has started and had time to set its CLI
+				// up: a stop during a CLI's first start can kill it half-way
+				// through creating its own state (OpenCode's database
+				// migration), which then fails the runs beside it — a
+				// CLI's problem, not the profile's, and not what this
+				// checks.
+				time.Sleep(time.Duration(len(jobs))*1500*time.Millisecond + 10*time.Second)
 				t.Run(c.executor+"/stop", func(t *testing.T) {
 					started := mc.call(t, "start_task_attempt", map[string]any{"task_id": stopTasks[c.executor], "executor": c.executor})
 					attempt := started.str("attempt_id")
