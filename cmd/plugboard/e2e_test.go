@@ -52,21 +52,28 @@ func (s *syncBuffer) String() string {
 // startServer runs `plugboard serve` on pluginDir and connects a client.
 func startServer(t *testing.T, pluginDir string, extra ...string) *server {
 	t.Helper()
-	bin := buildtest.Binary(t)
-	args := append([]string{"serve", "--plugins", pluginDir, "--data", t.TempDir()}, extra...)
-	cmd := exec.Command(bin, args...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			progressMu.Lock()
 			progressSeen = append(progressSeen, *req.Params)
 			progressMu.Unlock()
 		},
-	})
+	}
+	return dialServe(t, nil, opts, append([]string{"--plugins", pluginDir, "--data", t.TempDir()}, extra...)...)
+}
+
+// dialServe runs `plugboard serve ARGS...` with env (nil: this process's)
+// over stdio and connects a go-sdk client with opts; the server's stderr
+// is logged when the test fails.
+func dialServe(t *testing.T, env []string, opts *mcp.ClientOptions, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...)
+	cmd.Env = env
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,23 +94,7 @@ func (fc *fullClient) change(list string) {
 // startFull runs `plugboard serve` on dir and connects a client with opts.
 func startFull(t *testing.T, dir string, opts *mcp.ClientOptions, extra ...string) *mcp.ClientSession {
 	t.Helper()
-	args := append([]string{"serve", "--plugins", dir, "--data", t.TempDir()}, extra...)
-	cmd := exec.Command(buildtest.Binary(t), args...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-full", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	t.Cleanup(func() {
-		session.Close()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", stderr.String())
-		}
-	})
-	return session
+	return dialServe(t, nil, opts, append([]string{"--plugins", dir, "--data", t.TempDir()}, extra...)...).session
 }
 
 func fixtureDir(t *testing.T) string {

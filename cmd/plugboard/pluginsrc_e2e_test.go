@@ -9,15 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/plugin"
@@ -108,23 +105,7 @@ func (o *wasmOrigin) hostPort() string { return strings.TrimPrefix(o.URL, "https
 // connects a client.
 func startServe(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...)
-	cmd.Env = env
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	t.Cleanup(func() {
-		session.Close()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", stderr.String())
-		}
-	})
-	return &server{session: session, stderr: stderr}
+	return dialServe(t, env, nil, args...)
 }
 
 func listedTools(t *testing.T, s *server) []string {
