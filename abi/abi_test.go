@@ -2,6 +2,7 @@ package abi
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -138,5 +139,19 @@ func TestRegistriesAreCopies(t *testing.T) {
 	m := Manifest{Plugin: PluginInfo{Name: "p", Version: "1"}, Tools: []Tool{{Name: "t", Description: "Use when: testing.", InputSchema: json.RawMessage(`{"type":"object"}`), When: WhenAttemptContext}}}
 	if err := m.Validate(); err != nil {
 		t.Errorf("a tool with when %q: %v", WhenAttemptContext, err)
+	}
+}
+
+func TestSchemeURI(t *testing.T) {
+	for _, s := range []string{
+		"", "x", ":", ":x", "1a:b", "a1:b", "a+.-:b", "-a:b", "file:///a/b", "mem://x/y?z=1#f",
+		"https://example.com/a%20b", "https://example.com/a%2", "https://example.com/a%zz",
+		"x:a?b=%zz", "x:a?b=%zz#%zz", "x:a#f?%zz", "x:a#%41", "a b:c", "x:a\x7fb", "x:a\nb",
+		"plugin://tasks/{id}", "tasks/x", "/abs/path", "urn:isbn:0451450523", "HTTP://X",
+	} {
+		u, err := url.Parse(s)
+		if want := err == nil && u.Scheme != ""; schemeURI(s) != want {
+			t.Errorf("schemeURI(%q) = %v, net/url says %v (%v)", s, !want, want, err)
+		}
 	}
 }

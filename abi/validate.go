@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -126,7 +125,7 @@ func (m *Manifest) validateV2() []error {
 	uris := map[string]bool{}
 	for i, r := range m.Resources {
 		where := fmt.Sprintf("resource %d (%q)", i, r.URI)
-		if u, err := url.Parse(r.URI); err != nil || u.Scheme == "" {
+		if !absoluteURI(r.URI) {
 			errs = append(errs, fmt.Errorf("%s: uri must be an absolute URI", where))
 		}
 		if r.Name == "" {
@@ -201,7 +200,7 @@ func checkURITemplate(t string) error {
 	if open {
 		return errors.New("uriTemplate has an unclosed brace")
 	}
-	if u, err := url.Parse(literal.String()); err != nil || u.Scheme == "" {
+	if !absoluteURI(literal.String()) {
 		return errors.New("uriTemplate must be an absolute URI template")
 	}
 	return nil

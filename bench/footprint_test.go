@@ -26,11 +26,13 @@ import (
 // serve` with default flags (background warm-up on, the decision log on)
 // serving every first-party plugin, next to the native go-sdk echo server
 // (bench/nativeecho) and, when the pinned Node.js is installed, the
-// reference TypeScript server @modelcontextprotocol/server-everything. Each
-// sub-benchmark does its whole measurement once per iteration (fixed call
-// counts; `-benchtime 1x` runs each once) and reports the last iteration's
-// figures as metrics; the parent logs every row as one table. docs/
-// BENCHMARKS.md section 11 records the figures.
+// reference TypeScript server @modelcontextprotocol/server-everything
+// (ts-client/echo also through the official TypeScript SDK client, with
+// plugboard serving echo alone). Each sub-benchmark does its whole
+// measurement once per iteration (fixed call counts; `-benchtime 1x` runs
+// each once) and reports the last iteration's figures as metrics; the
+// parent logs every row as one table. docs/BENCHMARKS.md section 11
+// records the figures.
 func BenchmarkFootprint(b *testing.B) {
 	t := &footprintTable{}
 	// summary logs every row measured above as one table (a parent
@@ -140,6 +142,12 @@ func BenchmarkFootprint(b *testing.B) {
 		t.add(fmt.Sprintf("RSS after %d echo calls: 7 plugins | native go-sdk / Node everything", footprintCalls), "", fmt.Sprintf("%.1f MiB", rss))
 		t.add("echo 1 KiB p50, plain JSON-RPC: 7 plugins | native (ratio) / Node", "", fmtDur(p50))
 	})
+
+	// ts-client/echo: the same 2,000 echo calls through the official
+	// TypeScript SDK's Client.callTool, to plugboard serving echo alone,
+	// the native go-sdk server and server-everything, alternating call by
+	// call (benchTSClientEcho).
+	b.Run("ts-client/echo", func(b *testing.B) { benchTSClientEcho(b, t) })
 
 	// wasm-size: the size of the .wasm files users install.
 	b.Run("wasm-size", func(b *testing.B) {

@@ -136,8 +136,12 @@ func embedsManifest(dir string) bool {
 }
 
 // goBuild builds the main package in srcDir as a reactor module into out.
+// -s leaves out the WebAssembly name section (about 80 KB for echo, issue
+// 15): it only names functions in a runtime's trap traces, while a Go panic
+// still prints its symbolized trace from the pclntab, which stays; -w leaves
+// out DWARF.
 func goBuild(ctx context.Context, goBin, srcDir string, env []string, out string, flags ...string) error {
-	args := append([]string{"build", "-buildmode=c-shared", "-trimpath", "-o", out}, flags...)
+	args := append([]string{"build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out}, flags...)
 	cmd := exec.CommandContext(ctx, goBin, append(args, ".")...)
 	cmd.Dir = srcDir
 	cmd.Env = env

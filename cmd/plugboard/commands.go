@@ -114,7 +114,7 @@ func init() {
 // flagGroups are the shared flag sets synopses name.
 var flagGroups = []*flagGroup{
 	{name: "host flags",
-		usage: "[--plugins DIR]... [--call-timeout D] [--memory-limit MIB] [--max-instances N] [--grants FILE] [--agents FILE] [--agent ID] " +
+		usage: "[--plugins DIR]... [--call-timeout D] [--memory-limit MIB] [--max-instances N] [--unload-idle D] [--grants FILE] [--agents FILE] [--agent ID] " +
 			"[--attempt ID] [--audit-payload-max SIZE] [--audit-max-bytes SIZE] [--audit-max-age D] [board flags]",
 		register: func(fs *flag.FlagSet) { new(hostFlags).register(fs) }},
 	{name: "board flags",

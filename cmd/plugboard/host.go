@@ -24,6 +24,7 @@ type hostFlags struct {
 	callTimeout  time.Duration
 	memoryMiB    uint
 	maxInstances int
+	unloadIdle   time.Duration
 	// agents is the agents file (host/internal/policy) and agent the identity of
 	// unauthenticated sessions (stdio, the CLI); "" is the local identity.
 	agents, agent string
@@ -149,6 +150,7 @@ func (h *hostFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&h.callTimeout, "call-timeout", 30*time.Second, "deadline of a tool call unless its manifest declares one")
 	fs.UintVar(&h.memoryMiB, "memory-limit", 128, "linear-memory cap of each plugin instance, MiB")
 	fs.IntVar(&h.maxInstances, "max-instances", 0, "concurrent instances per plugin (default: 2 x CPUs, at least 4)")
+	fs.DurationVar(&h.unloadIdle, "unload-idle", 2*time.Minute, "unload a plugin's compiled code and instances after this long without a call; its next call loads it from the compile cache (about 50 ms); 0 keeps every plugin loaded")
 	fs.StringVar(&h.grants, "grants", "", "JSON file narrowing the capabilities each plugin receives (default: what it declares)")
 	fs.StringVar(&h.agents, "agents", "", "JSON file of the agents (id, type, supervisor, token), their types' permissions and the critical tools (default: none; the caller is the local SUPERVISOR)")
 	fs.StringVar(&h.agent, "agent", "", "serve as this agent of --agents (stdio, and HTTP requests without a token); default: the local identity with SUPERVISOR rights")
@@ -266,7 +268,7 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host,
 	}
 	cfg := plughost.Config{
 		DataDir: data, PluginDirs: h.plugins, CallTimeout: h.callTimeout, MemoryLimitMiB: h.memoryMiB,
-		MaxInstances: h.maxInstances, Logger: log, Policy: pol, Agent: h.agent, GrantsFile: h.grants,
+		MaxInstances: h.maxInstances, UnloadIdle: unloadIdle(h.unloadIdle), Logger: log, Policy: pol, Agent: h.agent, GrantsFile: h.grants,
 		Board: h.boardConfig(), Audit: h.audit.options(), Idempotency: &idem,
 	}
 	if h.conf != nil {
@@ -300,3 +302,12 @@ func attemptOfDir(data, dir string) string {
 }
 
 var attemptIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// unloadIdle is --unload-idle as host.Config.UnloadIdle: the flag's 0
+// (keep every plugin loaded) is the Config's "< 0".
+func unloadIdle(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}

@@ -96,6 +96,9 @@ type Plugins struct {
 	MemoryLimitMiB *uint `json:"memory_limit_mib,omitempty"`
 	// MaxInstances caps concurrent instances per plugin (--max-instances).
 	MaxInstances *int `json:"max_instances,omitempty"`
+	// UnloadIdle is how long a plugin without a call stays loaded
+	// (--unload-idle; 0 keeps every plugin loaded).
+	UnloadIdle *Duration `json:"unload_idle,omitempty"`
 	// Watch is how often serve polls the plugin folders (serve --watch).
 	Watch *Duration `json:"watch,omitempty"`
 	// Settings are the operator's settings of each plugin, keyed by plugin
@@ -305,6 +308,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		fail(jsonfile.Path{"plugins", "memory_limit_mib"}, "want 1 to 4096 (MiB; WebAssembly's 32-bit memory ends at 4 GiB), got %d", *m)
 	}
 	notNegativeInt(fail, jsonfile.Path{"plugins", "max_instances"}, s.Plugins.MaxInstances, "0: 2 x CPUs, at least 4")
+	notNegative(fail, jsonfile.Path{"plugins", "unload_idle"}, s.Plugins.UnloadIdle, "0 keeps every plugin loaded")
 	notNegative(fail, jsonfile.Path{"plugins", "watch"}, s.Plugins.Watch, "0 turns watching off")
 	checkSettings(c.Plugins.Settings, base, fail)
 
@@ -462,6 +466,7 @@ var settings = []setting{
 	{path: "plugins.call_timeout", flag: "call-timeout", value: func(c *Config) []string { return dur(c.Plugins.CallTimeout) }},
 	{path: "plugins.memory_limit_mib", flag: "memory-limit", value: func(c *Config) []string { return integer(c.Plugins.MemoryLimitMiB) }},
 	{path: "plugins.max_instances", flag: "max-instances", value: func(c *Config) []string { return integer(c.Plugins.MaxInstances) }},
+	{path: "plugins.unload_idle", flag: "unload-idle", value: func(c *Config) []string { return dur(c.Plugins.UnloadIdle) }},
 	{path: "plugins.watch", flag: "watch", value: func(c *Config) []string { return dur(c.Plugins.Watch) }},
 	{path: "agent_env.set", flag: "agent-env", value: func(c *Config) []string { return c.AgentEnv.Set }},
 	{path: "agent_env.drop", flag: "agent-env-drop", value: func(c *Config) []string { return c.AgentEnv.Drop }},
@@ -560,7 +565,8 @@ func (c *Config) Summary() string {
 		name string
 		set  bool
 	}{{"call_timeout", c.Plugins.CallTimeout != nil}, {"memory_limit_mib", c.Plugins.MemoryLimitMiB != nil},
-		{"max_instances", c.Plugins.MaxInstances != nil}, {"watch", c.Plugins.Watch != nil}} {
+		{"max_instances", c.Plugins.MaxInstances != nil}, {"unload_idle", c.Plugins.UnloadIdle != nil},
+		{"watch", c.Plugins.Watch != nil}} {
 		if v.set {
 			plugins = append(plugins, v.name)
 		}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,7 +44,12 @@ func (s *Settings) fingerprint() string {
 	if s == nil {
 		return ""
 	}
-	b, _ := json.Marshal(s) // maps are written sorted
+	b, err := json.Marshal(s) // maps are written sorted
+	if err != nil {
+		// Every settings value would get one fingerprint: no reload
+		// would rebind anything. A field json cannot write needs `json:"-"`.
+		panic("registry: settings fingerprint: " + err.Error())
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -102,7 +108,7 @@ func (p *Plugin) bind(s *Settings) *Plugin {
 		return p
 	}
 	q := &Plugin{Path: p.Path, Manifest: p.Manifest, FromSection: p.FromSection, Origin: p.Origin,
-		engine: p.engine, granted: p.granted, fingerprint: fp, gate: p.gate}
+		engine: p.engine, interp: p.interp, granted: p.granted, fingerprint: fp, gate: p.gate}
 	if s != nil {
 		q.settings = *s
 		q.redactor = runtime.NewRedactor(s.Options.Secrets)
@@ -117,6 +123,12 @@ func (p *Plugin) options() runtime.PluginOptions {
 	opts := p.settings.Options
 	opts.Grants = p.granted
 	opts.Stateful = opts.Stateful || p.Manifest.Stateful
+	// The engine releases the compiled module of a plugin not being
+	// called and reads the file again for its next call; it refuses the
+	// bytes unless they are those it compiled (a changed file is served
+	// anew by the next Reload).
+	path := p.Path
+	opts.Reload = func() ([]byte, error) { return os.ReadFile(path) }
 	return opts
 }
 

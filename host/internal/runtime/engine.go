@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	goruntime "runtime"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -53,6 +54,14 @@ type Config struct {
 	// so a plugin called now and then does not start its guest each time;
 	// < 0 keeps none. A stateful plugin always keeps its one instance.
 	KeepIdle int
+	// CodeIdleTimeout is how long a plugin without a call keeps its
+	// compiled module and its last idle instances; then both are released
+	// and its next call loads the module again from CacheDir
+	// (residency.go). < 0 keeps them for as long as the plugin is served.
+	CodeIdleTimeout time.Duration
+	// Interpreter runs modules in wazero's interpreter instead of compiling
+	// them to machine code.
+	Interpreter bool
 	// Logger receives guest log lines and runtime events.
 	Logger *slog.Logger
 	// Board serves abi.FuncBoard: req is the guest's BoardRequest, granted
@@ -75,6 +84,7 @@ func DefaultConfig() Config {
 		MaxInstances:     max(4, 2*goruntime.GOMAXPROCS(0)),
 		IdleTimeout:      30 * time.Second,
 		KeepIdle:         1,
+		CodeIdleTimeout:  2 * time.Minute,
 	}
 }
 
@@ -102,6 +112,9 @@ func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = d.IdleTimeout
 	}
+	if c.CodeIdleTimeout == 0 {
+		c.CodeIdleTimeout = d.CodeIdleTimeout
+	}
 	if c.KeepIdle == 0 {
 		c.KeepIdle = d.KeepIdle
 	}
@@ -119,6 +132,10 @@ type Engine struct {
 	cache  wazero.CompilationCache
 	cfg    Config
 	memory experimental.MemoryAllocator
+	// freeMu guards freePending: a collection is scheduled to return the
+	// memory of released modules (returnMemory).
+	freeMu      sync.Mutex
+	freePending bool
 }
 
 // New creates an Engine. Close releases it and every plugin it compiled.
@@ -137,8 +154,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	// it and the interpreter elsewhere. Termination is ensured by our own
 	// loop instrumentation (wasmfile.Instrument), not by wazero's
 	// close-on-context-done, which exits to Go at every loop iteration.
-	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(false).
+	rc := wazero.NewRuntimeConfig()
+	if cfg.Interpreter {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
+	rc = rc.WithCloseOnContextDone(false).
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCompilationCache(cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
@@ -190,6 +210,7 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 		engine: e,
 		grants: map[string]bool{},
 		opts:   opts,
+		done:   make(chan struct{}),
 	}
 	if err := p.applyOptions(); err != nil {
 		p.releaseOptions()
@@ -210,7 +231,9 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 		p.releaseOptions()
 		return nil, fmt.Errorf("plugin %s: %w", name, err)
 	}
-	p.compiled = cm
+	e.markCompiled(wasm)
+	p.setCompiled(cm, wasm)
+	p.code.reload = opts.Reload
 	for _, g := range opts.Grants {
 		p.grants[g] = true
 	}

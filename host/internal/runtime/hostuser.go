@@ -242,20 +242,3 @@ func (e *Engine) instantiateHostUser(ctx context.Context) error {
 	}
 	return nil
 }
-
-// HasExport reports whether the module exports a function of that name.
-func (p *Plugin) HasExport(name string) bool {
-	_, ok := p.compiled.ExportedFunctions()[name]
-	return ok
-}
-
-// UserImports returns the functions of UserModule the module imports.
-func (p *Plugin) UserImports() []string {
-	var out []string
-	for _, f := range p.compiled.ImportedFunctions() {
-		if mod, name, _ := f.Import(); mod == UserModule {
-			out = append(out, name)
-		}
-	}
-	return out
-}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
@@ -33,9 +34,7 @@ func (e *Engine) instrument(wasm []byte) ([]byte, error) {
 	if e.cfg.CacheDir == "" {
 		return wasmfile.Instrument(wasm)
 	}
-	sum := sha256.Sum256(wasm)
-	file := filepath.Join(e.cfg.CacheDir, "instrumented",
-		hex.EncodeToString(sum[:])+"-v"+strconv.Itoa(instrumentVersion)+".wasm")
+	file := e.cacheEntry(wasm, ".wasm")
 	if b, err := os.ReadFile(file); err == nil {
 		if out, ok := checkInstrumented(b); ok {
 			return out, nil
@@ -91,4 +90,55 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// cacheEntry is the file under CacheDir/instrumented named by the original
+// module's sha256 and instrumentVersion, with ext.
+func (e *Engine) cacheEntry(wasm []byte, ext string) string {
+	sum := sha256.Sum256(wasm)
+	return filepath.Join(e.cfg.CacheDir, "instrumented",
+		hex.EncodeToString(sum[:])+"-v"+strconv.Itoa(instrumentVersion)+ext)
+}
+
+// compiledMark is the extension of the empty file that records that this
+// engine's wazero compiled a module into CacheDir (its version is part of
+// the name: another wazero does not read that cache).
+var compiledMark = ".compiled-" + wazeroVersion()
+
+func wazeroVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/tetratelabs/wazero" {
+				return m.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// markCompiled records that wasm's machine code is in the disk cache.
+func (e *Engine) markCompiled(wasm []byte) {
+	if e.cfg.CacheDir == "" {
+		return
+	}
+	file := e.cacheEntry(wasm, compiledMark)
+	if _, err := os.Stat(file); err == nil {
+		return
+	}
+	if err := writeFileAtomic(file, nil); err != nil {
+		e.cfg.Logger.Debug("compile mark not written", "path", file, "err", err)
+	}
+}
+
+// Cached reports whether an earlier compilation of wasm by this wazero
+// left its machine code in the disk cache, so the warm-up has nothing to
+// do for it (a load from the cache is ≈ 50 ms; the warm-up's work is the
+// seconds of a first compilation). A cache emptied behind the mark only
+// costs the first call that compilation.
+func (e *Engine) Cached(wasm []byte) bool {
+	if e.cfg.CacheDir == "" {
+		return false
+	}
+	_, err := os.Stat(e.cacheEntry(wasm, compiledMark))
+	return err == nil
 }

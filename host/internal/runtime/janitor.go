@@ -5,19 +5,29 @@ import (
 	"time"
 )
 
-// startIdleJanitor starts the goroutine that closes instances idle for
-// longer than the engine's IdleTimeout, keeping the p.keepIdle most
-// recently used: an idle Go guest keeps its heap (megabytes) resident, so
-// a plugin that is not being called should not hold several. A stateful
-// plugin (one instance, kept) and IdleTimeout < 0 need no janitor.
+// startIdleJanitor starts the goroutine that gives back what a plugin not
+// being called holds: instances idle for longer than the engine's
+// IdleTimeout, above the p.keepIdle most recently used (an idle Go guest
+// keeps its heap, megabytes, resident), and once the plugin has had no call
+// for CodeIdleTimeout, the kept instances and the compiled module too
+// (residency.go). A plugin with nothing to give back needs no janitor.
 func (p *Plugin) startIdleJanitor() {
-	timeout := p.engine.cfg.IdleTimeout
-	if timeout < 0 || p.keepIdle >= cap(p.slots) {
+	cfg := p.engine.cfg
+	trimsPool := cfg.IdleTimeout >= 0 && p.keepIdle < cap(p.slots)
+	releases := p.releasable()
+	if !trimsPool && !releases {
 		return
 	}
+	tick := time.Duration(0)
+	if trimsPool {
+		tick = cfg.IdleTimeout / 4
+	}
+	if releases && (tick == 0 || cfg.CodeIdleTimeout/4 < tick) {
+		tick = cfg.CodeIdleTimeout / 4
+	}
+	tick = max(tick, time.Millisecond)
 	p.stopJanitor = make(chan struct{})
 	p.janitorDone = make(chan struct{})
-	tick := max(timeout/4, time.Millisecond)
 	go func() {
 		defer close(p.janitorDone)
 		t := time.NewTicker(tick)
@@ -27,7 +37,14 @@ func (p *Plugin) startIdleJanitor() {
 			case <-p.stopJanitor:
 				return
 			case now := <-t.C:
-				p.closeIdle(now.Add(-timeout))
+				if trimsPool {
+					p.closeIdle(now.Add(-cfg.IdleTimeout), p.keepIdle)
+				}
+				if releases {
+					cutoff := now.Add(-cfg.CodeIdleTimeout)
+					p.closeIdle(cutoff, 0)
+					p.releaseCode(cutoff)
+				}
 			}
 		}
 	}()
@@ -43,14 +60,14 @@ func (p *Plugin) stopIdleJanitor() {
 }
 
 // closeIdle closes the idle instances that went back to the pool before
-// cutoff, except the p.keepIdle most recently used. It reports how many
-// it closed.
-func (p *Plugin) closeIdle(cutoff time.Time) int {
+// cutoff, except the keep most recently used. It reports how many it
+// closed.
+func (p *Plugin) closeIdle(cutoff time.Time, keep int) int {
 	p.mu.Lock()
 	// p.idle is ordered by idleSince, oldest first: instances are appended
 	// on release and taken from the end.
 	n := 0
-	for n < len(p.idle)-p.keepIdle && p.idle[n].idleSince.Before(cutoff) {
+	for n < len(p.idle)-keep && p.idle[n].idleSince.Before(cutoff) {
 		n++
 	}
 	if n == 0 {
@@ -66,6 +83,7 @@ func (p *Plugin) closeIdle(cutoff time.Time) int {
 	for _, inst := range stale {
 		_ = inst.mod.Close(context.Background())
 	}
+	p.dropIdle(n)
 	return n
 }
 

@@ -32,6 +32,11 @@ type PluginOptions struct {
 	// this plugin when > 0.
 	MaxInstances     int
 	MemoryLimitPages uint32
+	// Reload returns the module's bytes again, so the engine can release
+	// the compiled module of a plugin not being called and load it on its
+	// next call (Config.CodeIdleTimeout); nil keeps it loaded. The bytes
+	// must be those compiled first: anything else is refused.
+	Reload func() ([]byte, error) `json:"-"`
 }
 
 // Egress is what a plugin may reach over HTTP.

@@ -41,10 +41,12 @@ type CallOptions struct {
 // Plugin is one compiled module with its pool of instances. It is safe for
 // concurrent use: each call runs on its own instance.
 type Plugin struct {
-	name     string
-	engine   *Engine
-	compiled wazero.CompiledModule
-	grants   map[string]bool
+	name   string
+	engine *Engine
+	// code is the compiled module, released while the plugin is not
+	// being called (residency.go).
+	code   code
+	grants map[string]bool
 	// opts are the operator's settings for this plugin (CompileWith).
 	opts PluginOptions
 	// redactor masks opts.Secrets in envelopes and log lines; egress is
@@ -72,6 +74,9 @@ type Plugin struct {
 	janitorDone chan struct{}
 
 	closeOnce sync.Once
+	// done is closed once Close has taken every slot: a call still
+	// waiting for one gets an answer instead of waiting for its deadline.
+	done chan struct{}
 }
 
 // Name is the name the plugin was compiled under.
@@ -222,8 +227,9 @@ func (p *Plugin) Warm(ctx context.Context) error {
 var ErrBusy = errors.New("plugin calls still running")
 
 // Close waits for calls in flight to finish (until ctx is done), then
-// discards the idle instances and the compiled code; later calls wait for an
-// instance until their own context ends. It returns ErrBusy if calls were
+// discards the idle instances and the compiled code; later calls, and calls
+// still waiting for an instance, get a retryable unavailable envelope. It
+// returns ErrBusy if calls were
 // still running when ctx ended: their instances' memory is still in use, so
 // the caller must not close the Engine.
 func (p *Plugin) Close(ctx context.Context) error {
@@ -242,10 +248,16 @@ func (p *Plugin) Close(ctx context.Context) error {
 		idle := p.idle
 		p.idle, p.closed = nil, true
 		p.mu.Unlock()
+		close(p.done)
 		for _, inst := range idle {
 			_ = inst.mod.Close(ctx)
 		}
-		err = p.compiled.Close(ctx)
+		p.code.mu.Lock()
+		if cm := p.code.compiled; cm != nil {
+			err = cm.Close(ctx)
+		}
+		p.code.compiled, p.code.live = nil, 0
+		p.code.mu.Unlock()
 		p.releaseOptions()
 	})
 	return err
@@ -259,6 +271,11 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
 			return nil, p.contextEnvelope(ctx, "waiting for a free instance")
+		case <-p.done:
+			env := abi.NewEnvelope(abi.CodeUnavailable, fmt.Sprintf("plugin %s was closed (removed, replaced or shutting down)", p.name),
+				"call again: the tool is served by the plugin that replaced it, if any (tools/list)")
+			env.Retryable = true
+			return nil, env
 		}
 	}
 	p.mu.Lock()
@@ -270,8 +287,14 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 		return inst, nil
 	}
 	p.mu.Unlock()
-	inst, err := p.instantiate(ctx)
+	cm, err := p.holdCode(ctx)
 	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	inst, err := p.instantiate(ctx, cm)
+	if err != nil {
+		p.dropInstance()
 		<-p.slots
 		return nil, err
 	}
@@ -293,11 +316,12 @@ func (p *Plugin) release(inst *instance, healthy bool) {
 	}
 	if inst != nil {
 		_ = inst.mod.Close(context.Background())
+		p.dropInstance()
 	}
 	<-p.slots
 }
 
-func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+func (p *Plugin) instantiate(ctx context.Context, cm wazero.CompiledModule) (*instance, error) {
 	inst := &instance{}
 	inst.k.plugin = p
 	inst.k.reset(nil, nil)
@@ -315,7 +339,7 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	kctx := context.WithValue(ctx, kernelKey{}, &inst.k)
 	inst.k.ctx = ctx
-	mod, err := p.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(kctx, p.memory), p.compiled, mc)
+	mod, err := p.engine.rt.InstantiateModule(experimental.WithMemoryAllocator(kctx, p.memory), cm, mc)
 	inst.k.ctx = nil
 	if err != nil {
 		env := p.failure(ctx, inst, err)

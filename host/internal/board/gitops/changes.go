@@ -75,24 +75,21 @@ const renameLimit = "-l1000"
 //
 // The attempt's files, index and git dir are not modified. git runs a
 // fixed number of times whatever the number of files: 4, plus 1 when files
-// were deleted (plus 1 or 2 when limit is set; see precheck).
+// were deleted, plus 2 when a binary file's content may be unchanged (see
+// dropTouched), plus 1 or 2 when limit is set (see precheck). Two of them
+// run at the same time: see changesDiff.
 //
 // limit applies before git reads any file's content: changes that
 // certainly exceed it are returned as a *GuardExceeded, unread.
 func ChangesWithin(ctx context.Context, c Clone, baseCommit string, limit Guard) ([]FileChange, Summary, error) {
-	snap, err := takeSnapshotWithin(ctx, c, baseCommit, limit, "--intent-to-add")
+	snap, err := openSnapshot(ctx, c, baseCommit)
 	if err != nil {
 		return nil, Summary{}, err
 	}
 	defer snap.close()
-	out, err := snap.git(ctx, "diff-index", "-z", "--raw", "--numstat", "--no-abbrev",
-		"-M", renameLimit, "--ignore-submodules=dirty", "--no-textconv", "--no-ext-diff", snap.base, "--")
+	entries, err := snap.changesDiff(ctx, limit)
 	if err != nil {
-		return nil, Summary{}, fmt.Errorf("gitops: %s: diff against %s: %w", snap.c.Dir, snap.base, err)
-	}
-	entries, err := parseDiff(out)
-	if err != nil {
-		return nil, Summary{}, fmt.Errorf("gitops: %s: diff against %s: %w", snap.c.Dir, snap.base, err)
+		return nil, Summary{}, err
 	}
 	changes := make([]FileChange, 0, len(entries))
 	var deleted []int // indexes into changes whose size is the blob's at base
@@ -129,6 +126,129 @@ func ChangesWithin(ctx context.Context, c Clone, baseCommit string, limit Guard)
 	}
 	slices.SortFunc(changes, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
 	return changes, Summarize(changes), nil
+}
+
+// diffFlags are the flags of every diff-index that ChangesWithin runs,
+// after which come the rename and filter flags, base and "--".
+var diffFlags = []string{"diff-index", "-z", "--raw", "--numstat", "--no-abbrev",
+	"--ignore-submodules=dirty", "--no-textconv", "--no-ext-diff"}
+
+// changesDiff lists what differs from base, line counts included, in two
+// diff-index processes that run at the same time (2 cores read the files
+// in about half the time one does; see docs/BENCHMARKS.md):
+//
+//   - tracked files modified in place (M, and T for a type change), with
+//     the host's index of base, which diff-index only reads: no private
+//     index is needed for them, so this one starts at once;
+//   - deletions, untracked files and the renames between them (D, A, R),
+//     with the private index that "add --all --intent-to-add" makes, the
+//     only way git sees untracked files in a diff. Rename detection pairs
+//     deletions with additions only (no -C), so it loses nothing by
+//     leaving modified files to the other process.
+//
+// Neither refreshes an index first: see dropTouched for the files whose
+// stat data changed but whose content did not. With a limit, the private
+// index and the precheck come first, so that no file is read before it.
+func (s *snapshot) changesDiff(ctx context.Context, limit Guard) ([]diffEntry, error) {
+	limited := limit.MaxFiles > 0 || limit.MaxBytes > 0
+	if limited {
+		if err := s.addAll(ctx, "--intent-to-add"); err != nil {
+			return nil, err
+		}
+		if err := s.precheck(ctx, limit); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		out []byte
+		err error
+	}
+	diffErr := func(err error) error {
+		return fmt.Errorf("gitops: %s: diff against %s: %w", s.c.Dir, s.base, err)
+	}
+	modifiedDone := make(chan result, 1)
+	go func() {
+		out, err := s.c.git(ctx, true, runOpts{}, append(slices.Clip(diffFlags), "--no-renames", "--diff-filter=MT", s.base, "--")...)
+		if err != nil {
+			err = diffErr(err)
+		}
+		modifiedDone <- result{out, err}
+	}()
+	moved, err := func() ([]byte, error) {
+		if !limited {
+			if err := s.addAll(ctx, "--intent-to-add"); err != nil {
+				return nil, err
+			}
+		}
+		out, err := s.git(ctx, append(slices.Clip(diffFlags), "-M", renameLimit, "--diff-filter=ADR", s.base, "--")...)
+		if err != nil {
+			return nil, diffErr(err)
+		}
+		return out, nil
+	}()
+	if err != nil {
+		cancel() // and wait: the private index goes when we return
+	}
+	modified := <-modifiedDone
+	if err == nil {
+		err = modified.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseDiff(modified.out)
+	if err != nil {
+		return nil, diffErr(err)
+	}
+	movedEntries, err := parseDiff(moved)
+	if err != nil {
+		return nil, diffErr(err)
+	}
+	if entries, err = s.dropTouched(ctx, entries); err != nil {
+		return nil, err
+	}
+	return append(entries, movedEntries...), nil
+}
+
+// dropTouched removes from entries, the modified files of a diff-index run
+// without refreshing the index, those whose content is base's: files only
+// touched or rewritten identically, which the index's stale stat data
+// shows as modified. For a text file numstat tells: git compares the
+// file's content (as it would store it) with base's blob before counting,
+// so 0 lines added and 0 deleted, with the same mode, means the same
+// content. A binary file's numstat does not tell, so when one is listed
+// with its mode unchanged, the private index is refreshed as
+// takeSnapshot's is (git hashes the files whose stat data changed) and a
+// diff-index that reads no content names the files that still differ.
+func (s *snapshot) dropTouched(ctx context.Context, entries []diffEntry) ([]diffEntry, error) {
+	sameMode := func(e diffEntry) bool { return e.status == 'M' && !e.gitlink && e.oldMode == e.newMode }
+	binary := false
+	entries = slices.DeleteFunc(entries, func(e diffEntry) bool {
+		if !sameMode(e) {
+			return false
+		}
+		binary = binary || e.change.Binary
+		return !e.change.Binary && e.change.Added == 0 && e.change.Deleted == 0
+	})
+	if !binary {
+		return entries, nil
+	}
+	if _, err := s.git(ctx, "update-index", "-q", "--unmerged", "--ignore-submodules", "--refresh"); err != nil && exitCode(err) != 1 {
+		return nil, fmt.Errorf("gitops: %s: refresh private index: %w", s.c.Dir, err)
+	}
+	out, err := s.git(ctx, "diff-index", "-z", "--name-only", "--no-renames", "--diff-filter=MT", "--ignore-submodules=dirty", s.base, "--")
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %s: list changed files: %w", s.c.Dir, err)
+	}
+	differ := map[string]bool{}
+	for _, p := range bytes.Split(out, []byte{0}) {
+		differ[string(p)] = true
+	}
+	return slices.DeleteFunc(entries, func(e diffEntry) bool {
+		return sameMode(e) && e.change.Binary && !differ[e.change.Path]
+	}), nil
 }
 
 // Patch is the unified diff between baseCommit and the attempt's files in
@@ -210,6 +330,32 @@ func takeSnapshot(ctx context.Context, c Clone, baseCommit string, addFlags ...s
 // takeSnapshotWithin is takeSnapshot checking limit (precheck) before the
 // refresh, which is the first step to read file contents.
 func takeSnapshotWithin(ctx context.Context, c Clone, baseCommit string, limit Guard, addFlags ...string) (_ *snapshot, err error) {
+	s, err := openSnapshot(ctx, c, baseCommit)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if err := s.addAll(ctx, addFlags...); err != nil {
+		return nil, err
+	}
+	if err := s.precheck(ctx, limit); err != nil {
+		return nil, err
+	}
+	// Files whose stat data changed but whose content did not (touched,
+	// rewritten identically) would otherwise be reported as modified.
+	if _, err := s.git(ctx, "update-index", "-q", "--unmerged", "--ignore-submodules", "--refresh"); err != nil {
+		return nil, fmt.Errorf("gitops: %s: refresh private index: %w", c.Dir, err)
+	}
+	return s, nil
+}
+
+// openSnapshot checks c and resolves baseCommit; the private index is
+// made by addAll.
+func openSnapshot(ctx context.Context, c Clone, baseCommit string) (_ *snapshot, err error) {
 	if err := checkArg("base commit", baseCommit); err != nil {
 		return nil, fmt.Errorf("gitops: %s: %w", c.Dir, err)
 	}
@@ -226,34 +372,26 @@ func takeSnapshotWithin(ctx context.Context, c Clone, baseCommit string, limit G
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %s: resolve base commit %q: %w", c.Dir, baseCommit, err)
 	}
-	s := &snapshot{c: c, base: strings.TrimSpace(string(out))}
+	return &snapshot{c: c, base: strings.TrimSpace(string(out))}, nil
+}
+
+// addAll makes the private index: a copy of the host's index of base,
+// then "git add --all" with addFlags.
+func (s *snapshot) addAll(ctx context.Context, addFlags ...string) (err error) {
 	// Beside the host's index, which stays as it is.
-	s.tmp, err = os.MkdirTemp(c.HostDir, "snapshot-*")
+	s.tmp, err = os.MkdirTemp(s.c.HostDir, "snapshot-*")
 	if err != nil {
-		return nil, fmt.Errorf("gitops: %s: private index: %w", c.Dir, err)
+		return fmt.Errorf("gitops: %s: private index: %w", s.c.Dir, err)
 	}
-	defer func() {
-		if err != nil {
-			s.close()
-		}
-	}()
 	index := filepath.Join(s.tmp, "index")
-	if err := copyIndex(filepath.Join(c.HostDir, "index"), index); err != nil {
-		return nil, fmt.Errorf("gitops: %s: copy index: %w", c.Dir, err)
+	if err := copyIndex(filepath.Join(s.c.HostDir, "index"), index); err != nil {
+		return fmt.Errorf("gitops: %s: copy index: %w", s.c.Dir, err)
 	}
 	s.env = []string{"GIT_INDEX_FILE=" + index}
 	if _, err := s.git(ctx, append([]string{"add", "--all"}, addFlags...)...); err != nil {
-		return nil, fmt.Errorf("gitops: %s: list untracked files: %w", c.Dir, err)
+		return fmt.Errorf("gitops: %s: list untracked files: %w", s.c.Dir, err)
 	}
-	if err := s.precheck(ctx, limit); err != nil {
-		return nil, err
-	}
-	// Files whose stat data changed but whose content did not (touched,
-	// rewritten identically) would otherwise be reported as modified.
-	if _, err := s.git(ctx, "update-index", "-q", "--unmerged", "--ignore-submodules", "--refresh"); err != nil {
-		return nil, fmt.Errorf("gitops: %s: refresh private index: %w", c.Dir, err)
-	}
-	return s, nil
+	return nil
 }
 
 // git runs git over the attempt's files with the private index.
@@ -265,7 +403,11 @@ func (s *snapshot) gitEnv(ctx context.Context, env []string, args ...string) ([]
 	return s.c.git(ctx, true, runOpts{env: append(slices.Clip(s.env), env...)}, args...)
 }
 
-func (s *snapshot) close() { os.RemoveAll(s.tmp) }
+func (s *snapshot) close() {
+	if s.tmp != "" {
+		os.RemoveAll(s.tmp)
+	}
+}
 
 // copyIndex copies the index file and its modification time: git trusts
 // cached stat data only for entries older than the index file itself
@@ -300,9 +442,11 @@ func copyIndex(src, dst string) error {
 
 // diffEntry is one file of diff-index output.
 type diffEntry struct {
-	change  FileChange
-	oldBlob string // object at base, for sizing deletions
-	gitlink bool
+	change           FileChange
+	oldBlob          string // object at base, for sizing deletions
+	oldMode, newMode string
+	status           byte // git's letter: M, A, D, R, T...
+	gitlink          bool
 }
 
 const gitlinkMode = "160000"
@@ -333,7 +477,8 @@ func parseDiff(out []byte) ([]diffEntry, error) {
 			if len(meta) != 5 || meta[4] == "" {
 				return nil, fmt.Errorf("bad raw diff record %q", head)
 			}
-			e := diffEntry{oldBlob: meta[2], gitlink: meta[0] == gitlinkMode || meta[1] == gitlinkMode}
+			e := diffEntry{oldBlob: meta[2], oldMode: meta[0], newMode: meta[1], status: meta[4][0],
+				gitlink: meta[0] == gitlinkMode || meta[1] == gitlinkMode}
 			path, err := next()
 			if err != nil {
 				return nil, err
