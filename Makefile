@@ -12,7 +12,8 @@
 #   make clean   remove bin/ and dist/
 #
 # Go and git are needed (Go modules come through the module proxy); make test and
-# make conformance-mcp also need npm, which installs pinned Node.js packages into .cache/.
+# make conformance-mcp also need npm, which installs pinned Node.js packages into .cache/;
+# make test installs Debian's postgresql for the PostgreSQL tests when it can (build/install-postgresql.sh).
 
 GO        ?= go
 GOROOT_BIN := $(shell $(GO) env GOROOT)/bin
@@ -57,7 +58,7 @@ GUEST_MODS := $(filter abi sdk-guest,$(MODS))
 # wasip1 when GOOS=wasip1 is set for the guest pass.
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build test bench demo lint clean conformance-mcp
+.PHONY: all build test bench demo lint clean conformance-mcp postgres
 
 all: build
 
@@ -74,7 +75,7 @@ dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $
 
 # The tests build their own artifacts (build/buildtest), so they pass without
 # `make build` too; building first catches a broken plugin with a clear error.
-test: build
+test: build postgres
 	$(GO) test -timeout 20m $(TESTFLAGS) $(PKGS)
 	$(GO) vet $(PKGS)
 	@# sdk-guest/sdktest runs its plugin through plugboard: this one.
@@ -82,6 +83,12 @@ test: build
 		echo "cd $$m && PLUGBOARD_BIN=$(CURDIR)/$(BIN) $(GO) test -timeout 20m $(TESTFLAGS) ./... && $(GO) vet ./..."; \
 		(cd $$m && PLUGBOARD_BIN=$(CURDIR)/$(BIN) $(GO) test -timeout 20m $(TESTFLAGS) ./... && $(GO) vet ./...); \
 	done
+
+# The PostgreSQL tests start throwaway clusters of Debian's postgresql package:
+# installed here when missing (as root, with apt-get). Without a server they
+# skip, unless PLUGBOARD_REQUIRE_POSTGRES=1 (CI sets it).
+postgres:
+	@bash build/install-postgresql.sh || { [ -z "$${PLUGBOARD_REQUIRE_POSTGRES:-}" ] && echo "==> PostgreSQL not installed: its tests skip"; }
 
 bench:
 	@mkdir -p dist

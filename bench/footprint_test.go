@@ -195,6 +195,9 @@ func BenchmarkFootprint(b *testing.B) {
 		t.add("first echo call from process start: empty / warm compile cache", fmtDur(cold), "")
 		t.add("first echo call from process start: empty / warm compile cache", fmtDur(warm), "")
 	})
+
+	// The in-process rows, from their packages' benchmarks.
+	inProcessRows(b, t)
 }
 
 // footprintCalls is how many echo calls the calls rows make.

@@ -210,3 +210,51 @@ func TestCachedMark(t *testing.T) {
 		t.Error("an engine without a cache directory reports Cached")
 	}
 }
+
+// TestInterpreterLimits attacks an interpreting engine (what serves first
+// calls while a plugin compiles) the way TestRuntime attacks the compiler:
+// the loop instrumentation still ends a spinning guest at its deadline,
+// the memory cap still holds, a panic is still an envelope, and the host
+// carries on.
+func TestInterpreterLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins")
+	}
+	_, wasm := buildtest.Plugins(t, "plugins/echo", "testdata/plugins/loop", "testdata/plugins/hog", "testdata/plugins/crash")
+	ctx := context.Background()
+	e, err := runtime.New(ctx, runtime.Config{Interpreter: true, MemoryLimitPages: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+
+	loop := compile(t, e, wasm["loop"])
+	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = loop.Call(cctx, abi.ExportCall, request("spin", `{}`), runtime.CallOptions{})
+	if env := envelope(t, err); env.Code != abi.CodePluginTimeout {
+		t.Errorf("spinning guest: %+v", env)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("spinning guest interrupted after %v, deadline 500ms", took)
+	}
+
+	hog := compile(t, e, wasm["hog"])
+	_, err = hog.Call(ctx, abi.ExportCall, request("hog", `{}`), runtime.CallOptions{})
+	if env := envelope(t, err); env.Code != abi.CodeResourceExhausted || env.Details["limit"] != "memory" {
+		t.Errorf("memory hog: %+v", env)
+	}
+
+	crash := compile(t, e, wasm["crash"])
+	_, err = crash.Call(ctx, abi.ExportCall, request("crash", `{}`), runtime.CallOptions{})
+	if env := envelope(t, err); env.Code != abi.CodePluginFailed || !strings.Contains(env.Message, "deliberate panic") {
+		t.Errorf("panic: %+v", env)
+	}
+
+	echo := compile(t, e, wasm["echo"])
+	out, err := echo.Call(ctx, abi.ExportCall, request("echo", `{"text":"still here"}`), runtime.CallOptions{})
+	if err != nil || !strings.Contains(string(out), "still here") {
+		t.Errorf("echo after the attacks: %s %v", out, err)
+	}
+}
