@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/plugboard/plugboard/abi/tasks"
@@ -231,11 +230,12 @@ func (b *Board) RunningAttempts() []string { return b.b.RunningAttempts() }
 // WaitIdle waits until the board is not Busy, or ctx ends.
 func (b *Board) WaitIdle(ctx context.Context) error { return b.b.WaitIdle(ctx) }
 
-// DecisionLog opens the decision log of the board in dataDir for reading
-// only, without opening the board (no recovery, no processes): what
-// `plugboard audit tail` reads while a server writes.
-func DecisionLog(ctx context.Context, dataDir string) (*DecisionReader, error) {
-	st, err := store.Open(ctx, filepath.Join(dataDir, "board.db"))
+// DecisionLog opens the decision log of a board for reading only, without
+// opening the board (no recovery, no processes): what `plugboard audit
+// tail` reads while a server writes. storeTarget is the board's store (a
+// SQLite file or a postgres:// URL); "" is dataDir/board.db.
+func DecisionLog(ctx context.Context, dataDir, storeTarget string) (*DecisionReader, error) {
+	st, err := store.OpenURL(ctx, board.StoreTarget(dataDir, storeTarget))
 	if err != nil {
 		return nil, err
 	}

@@ -222,6 +222,12 @@ func (h *Host) open(ctx context.Context) error {
 		directory = mail.FromPolicy(cfg.Policy)
 	}
 	h.mail = mail.New(func(ctx context.Context) (mail.Store, error) { return h.board.store(ctx) }, mail.Options{Agents: directory, Logger: h.log})
+	// Mail other hosts sharing the store deliver reaches this host's
+	// sessions too.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); h.mail.Watch(watchCtx) }()
+	h.parts.add("mail watch", func(context.Context) error { stopWatch(); <-watchDone; return nil })
 	h.board.start(context.WithoutCancel(ctx), bc, h.log, func(b *board.Board) *boardapi.API {
 		// Each caller reaches only the board work its scope holds (a
 		// WORKER its own task or attempt).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	plughost "github.com/plugboard/plugboard/host"
+	"github.com/plugboard/plugboard/host/config"
 )
 
 // auditLookback is how far before the newest finish a follower looks
@@ -48,11 +49,18 @@ func auditTail(ctx context.Context, in *invocation, c *boardCmd, agent, tool str
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(data, "board.db")
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("no board in %s (%w): give --data the directory plugboard serve uses", data, err)
+	target := c.storeTarget()
+	if target == "" {
+		path := filepath.Join(data, "board.db")
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no board in %s (%w): give --data the directory plugboard serve uses, or --store its store", data, err)
+		}
+	} else if !config.IsPostgresURL(target) {
+		if _, err := os.Stat(target); err != nil {
+			return fmt.Errorf("no board at %s (%w): give --store the store plugboard serve uses", target, err)
+		}
 	}
-	st, err := plughost.DecisionLog(ctx, data)
+	st, err := plughost.DecisionLog(ctx, data, target)
 	if err != nil {
 		return err
 	}

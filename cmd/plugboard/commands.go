@@ -118,7 +118,7 @@ var flagGroups = []*flagGroup{
 			"[--attempt ID] [--audit-payload-max SIZE] [--audit-max-bytes SIZE] [--audit-max-age D] [board flags]",
 		register: func(fs *flag.FlagSet) { new(hostFlags).register(fs) }},
 	{name: "board flags",
-		usage: "[--data DIR] [--log-level L] [--config FILE] [--executors FILE] [--guard NAME] [--agent-env KEY[=VALUE]]... [--agent-env-drop PATTERN]... " +
+		usage: "[--data DIR] [--store URL] [--log-level L] [--config FILE] [--executors FILE] [--guard NAME] [--agent-env KEY[=VALUE]]... [--agent-env-drop PATTERN]... " +
 			"[--agent-inactivity-timeout D] [--agent-run-timeout D]",
 		register: func(fs *flag.FlagSet) { new(boardCmd).register(fs) }},
 }

@@ -51,6 +51,9 @@ type boardFlags struct {
 	configDone bool
 	configErr  error
 
+	// store is --store: the board's database, a SQLite file or a
+	// postgres:// URL ("" is $PLUGBOARD_STORE, else DATA/board.db).
+	store     string
 	executors string
 	guard     string
 	grants    string
@@ -66,6 +69,7 @@ type boardFlags struct {
 func (b *boardFlags) register(fs *flag.FlagSet) {
 	b.fs = fs
 	fs.StringVar(&b.configFile, "config", "", "configuration file (default: $"+config.EnvConfig+"); flags, then environment variables, win over it (see README \"Configuration\")")
+	fs.StringVar(&b.store, "store", "", "the board's database: a SQLite file or a postgres://USER@HOST/DB URL shared by several hosts (default: $"+config.EnvStore+", else DATA/board.db)")
 	fs.StringVar(&b.executors, "executors", "", "JSON file of executor profiles adding to or replacing the built-in ones")
 	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
 	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see README \"Executors\")")
@@ -122,13 +126,21 @@ func (b *boardFlags) agentEnvConfig() plughost.AgentEnv {
 // boardConfig is the task board's configuration the flags give (its data
 // directory and logger are the opener's).
 func (b *boardFlags) boardConfig() plughost.BoardConfig {
-	cfg := plughost.BoardConfig{ExecutorsFile: b.executors, Guard: b.guard,
+	cfg := plughost.BoardConfig{Store: b.storeTarget(), ExecutorsFile: b.executors, Guard: b.guard,
 		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(),
 		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout}
 	if b.conf != nil && !b.given["executors"] {
 		cfg.Executors = b.conf.Executors
 	}
 	return cfg
+}
+
+// storeTarget is --store, else $PLUGBOARD_STORE ("": DATA/board.db).
+func (b *boardFlags) storeTarget() string {
+	if b.store != "" {
+		return b.store
+	}
+	return os.Getenv(config.EnvStore)
 }
 
 // openBoard opens the task board in data.

@@ -20,6 +20,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/build/pgtest"
 	plughost "github.com/plugboard/plugboard/host"
 )
 
@@ -28,6 +29,39 @@ import (
 // `plugboard serve` over stdio with the built task plugins, a real git
 // repository and real SHELL processes. Every successful result is also
 // validated against its tool's outputSchema.
+
+// scenarioStore is the store the pack runs on: "" is SQLite in each
+// scenario's data directory; "postgres" a fresh database on the test
+// binary's PostgreSQL cluster, set by TestScenarioPackOnPostgres for the
+// copy of the pack it runs.
+var scenarioStore = os.Getenv("PLUGBOARD_SCENARIO_STORE")
+
+// TestScenarioPackOnPostgres runs the whole scenario pack again — every
+// TestScenario*, the closed loop and the exactly-once test — with the
+// board in PostgreSQL (--store postgres://…), in a copy of this test
+// binary, and checks that each passed there too.
+func TestScenarioPackOnPostgres(t *testing.T) {
+	if scenarioStore != "" {
+		t.Skip("this is the copy running the pack on " + scenarioStore)
+	}
+	if testing.Short() {
+		t.Skip("runs the scenario pack a second time")
+	}
+	pgtest.Installed(t)
+	const pack = "^(TestScenario|TestClosedLoop$|TestConcurrentCreateTaskExactlyOnce$)"
+	cmd := exec.Command(os.Args[0], "-test.run", pack, "-test.count", "1", "-test.v", "-test.timeout", "15m")
+	cmd.Env = append(os.Environ(), "PLUGBOARD_SCENARIO_STORE=postgres", "PLUGBOARD_REQUIRE_POSTGRES=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the scenario pack on PostgreSQL failed: %v\n%s", err, out)
+	}
+	passed := regexp.MustCompile(`(?m)^--- PASS: (TestScenario\w+|TestClosedLoop|TestConcurrentCreateTaskExactlyOnce) `).FindAll(out, -1)
+	skipped := regexp.MustCompile(`(?m)^--- SKIP: TestScenario\w+`).FindAll(out, -1)
+	if len(passed) < 30 || len(skipped) > 1 {
+		t.Fatalf("the pack on PostgreSQL passed %d tests and skipped %d:\n%s", len(passed), len(skipped), out)
+	}
+	t.Logf("%d scenario tests passed on PostgreSQL", len(passed))
+}
 
 var taskPlugins = []string{"plugins/tasks-read", "plugins/tasks-write", "plugins/tasks-control", "plugins/tasks-workspace"}
 
@@ -76,7 +110,11 @@ func newScenario(t *testing.T, opts scenarioOptions) *specScenario {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: sc.data})
+	var storeURL string
+	if scenarioStore == "postgres" {
+		storeURL = pgtest.Shared(t).NewDatabase(t)
+	}
+	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: sc.data, Store: storeURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +124,9 @@ func newScenario(t *testing.T, opts scenarioOptions) *specScenario {
 	}
 	sc.projectID, sc.repoID = p.ID, p.Repos[0].ID
 	serveArgs := append([]string{"--data", sc.data}, opts.serveArgs...)
+	if storeURL != "" {
+		serveArgs = append(serveArgs, "--store", storeURL)
+	}
 	if opts.attempt != nil {
 		serveArgs = append(serveArgs, "--attempt", opts.attempt(b, p.ID))
 	}

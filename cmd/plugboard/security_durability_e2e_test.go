@@ -264,7 +264,7 @@ func TestSecurityDurabilityDecisionLogBounded(t *testing.T) {
 	}
 	srv.session.Close() // the log is written before the server exits
 
-	st, err := plughost.DecisionLog(ctx, data)
+	st, err := plughost.DecisionLog(ctx, data, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestSecurityDurabilityDecisionLogBounded(t *testing.T) {
 	srv = startServer(t, dir, flags...)
 	srv.call(t, ctx, "echo", map[string]any{"text": "after restart"})
 	srv.session.Close()
-	st, err = plughost.DecisionLog(ctx, data)
+	st, err = plughost.DecisionLog(ctx, data, "")
 	if err != nil {
 		t.Fatal(err)
 	}

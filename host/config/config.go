@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,9 @@ const (
 	EnvConfig = "PLUGBOARD_CONFIG"
 	// EnvData is the data directory; it wins over the file's data.
 	EnvData = "PLUGBOARD_DATA"
+	// EnvStore is the board's store (a SQLite file or a postgres:// URL);
+	// it wins over the file's store.
+	EnvStore = "PLUGBOARD_STORE"
 	// EnvHTTPToken is the local identity's bearer token; it wins over the
 	// file's http.token_file.
 	EnvHTTPToken = "PLUGBOARD_HTTP_TOKEN"
@@ -60,6 +64,10 @@ type Config struct {
 	File string
 	// Data is the data directory (--data), absolute.
 	Data string
+	// Store is the board's store (--store): a SQLite file, absolute, or a
+	// postgres:// URL. It is a secret when the URL holds a password: the
+	// summary names only its kind and host.
+	Store string
 	// LogLevel is debug, info, warn or error (--log-level).
 	LogLevel string
 	Plugins  Plugins
@@ -162,6 +170,7 @@ type HTTP struct {
 // by them.
 type shape struct {
 	Data        *string         `json:"data"`
+	Store       *string         `json:"store"`
 	LogLevel    *string         `json:"log_level"`
 	Plugins     Plugins         `json:"plugins"`
 	Agents      json.RawMessage `json:"agents"`
@@ -289,6 +298,13 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	if s.Data != nil {
 		c.Data = path(jsonfile.Path{"data"}, *s.Data)
+	}
+	if s.Store != nil {
+		if IsPostgresURL(*s.Store) {
+			c.Store = *s.Store
+		} else {
+			c.Store = path(jsonfile.Path{"store"}, *s.Store)
+		}
 	}
 	if s.LogLevel != nil {
 		var level slog.Level
@@ -461,6 +477,7 @@ func nonEmpty(s string) []string {
 // settings are the file's values that have a flag, in the file's order.
 var settings = []setting{
 	{path: "data", flag: "data", env: EnvData, value: func(c *Config) []string { return nonEmpty(c.Data) }},
+	{path: "store", flag: "store", env: EnvStore, value: func(c *Config) []string { return nonEmpty(c.Store) }},
 	{path: "log_level", flag: "log-level", value: func(c *Config) []string { return nonEmpty(c.LogLevel) }},
 	{path: "plugins.dirs", flag: "plugins", value: func(c *Config) []string { return c.Plugins.Dirs }},
 	{path: "plugins.call_timeout", flag: "call-timeout", value: func(c *Config) []string { return dur(c.Plugins.CallTimeout) }},
@@ -554,6 +571,9 @@ func (c *Config) Summary() string {
 	if c.Data != "" {
 		add("data %s", c.Data)
 	}
+	if c.Store != "" {
+		add("store %s", StoreSummary(c.Store))
+	}
 	if c.LogLevel != "" {
 		add("log_level %s", c.LogLevel)
 	}
@@ -623,4 +643,23 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// IsPostgresURL reports whether a store names a PostgreSQL server
+// (postgres:// or postgresql://) rather than a SQLite file.
+func IsPostgresURL(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// StoreSummary names a store without its secrets: a SQLite file by its
+// path, a PostgreSQL URL by its host and database only.
+func StoreSummary(store string) string {
+	if !IsPostgresURL(store) {
+		return store
+	}
+	u, err := url.Parse(store)
+	if err != nil {
+		return "postgres (unparsable URL)"
+	}
+	return "postgres " + u.Host + u.Path
 }

@@ -355,3 +355,29 @@ func TestParseByteSize(t *testing.T) {
 		}
 	}
 }
+
+// TestStore: the file's store is a SQLite file relative to the file, or a
+// PostgreSQL URL kept as it is; the summary never shows its password.
+func TestStore(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ json, store, summary string }{
+		{`{"store": "board/b.db"}`, filepath.Join(dir, "board/b.db"), "store " + filepath.Join(dir, "board/b.db")},
+		{`{"store": "postgres://pb:s3cret-pass@db.internal:5432/plugboard?sslmode=require"}`,
+			"postgres://pb:s3cret-pass@db.internal:5432/plugboard?sslmode=require", "store postgres db.internal:5432/plugboard"},
+	} {
+		path := filepath.Join(dir, "pb.json")
+		if err := os.WriteFile(path, []byte(c.json), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conf, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conf.Store != c.store {
+			t.Errorf("%s: store %q, want %q", c.json, conf.Store, c.store)
+		}
+		if sum := conf.Summary(); !strings.Contains(sum, c.summary) || strings.Contains(sum, "s3cret") {
+			t.Errorf("%s: summary %q, want %q and no password", c.json, sum, c.summary)
+		}
+	}
+}

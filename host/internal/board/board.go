@@ -38,6 +38,10 @@ type Config struct {
 	// (worktrees/<attempt_id>/<repo_name>) and the host's git dirs over
 	// them (gitdirs/<attempt_id>/<repo_name>).
 	DataDir string
+	// Store is the board's database: a SQLite file or a postgres:// URL
+	// ("" is DataDir/board.db). DataDir keeps what is local to this host
+	// (worktrees, git dirs) either way.
+	Store string
 	// ExecutorsFile is an optional JSON file of executor profiles that add
 	// to or replace the built-in ones.
 	ExecutorsFile string
@@ -73,8 +77,16 @@ type Board struct {
 	store     Store
 	executors *executor.Registry
 	guard     gitops.Guard
+	// owner names this process ("pid/boot/starttime"); hostID the data
+	// directory it serves (hosts.go). stopHosts ends the lease, sweep and
+	// command loop; hostsDone is closed when it has.
 	owner     string
-	log       *slog.Logger
+	hostID    string
+	stopHosts context.CancelFunc
+	hostsDone chan struct{}
+	// peers is set while another process holds a fresh lease (hosts.go).
+	peers atomic.Bool
+	log   *slog.Logger
 	// hostEnv is the host's environment as the board found it at Open;
 	// attempt processes get it filtered (see AgentEnv and agentEnviron).
 	hostEnv []string
@@ -136,7 +148,7 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 			return nil, fmt.Errorf("board: %w", err)
 		}
 	}
-	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "board.db"))
+	st, err := store.OpenURL(ctx, StoreTarget(cfg.DataDir, cfg.Store))
 	if err != nil {
 		return nil, err
 	}
@@ -145,17 +157,29 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 		st.Close()
 		return nil, fmt.Errorf("board: identify this process: %w", err)
 	}
+	hostID, err := hostIDOf(cfg.DataDir)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("board: host id: %w", err)
+	}
 	b := &Board{
 		cfg: cfg, store: st, executors: execs, guard: guard, log: cfg.Logger,
 		owner:   strconv.Itoa(os.Getpid()) + "/" + self,
+		hostID:  hostID,
 		hostEnv: os.Environ(),
 		running: map[string]*run{},
 		stops:   map[string]int{},
+	}
+	// The lease first: another host sweeping now must see this one alive.
+	if err := st.HeartbeatHost(ctx, b.owner, b.hostID); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("board: host lease: %w", err)
 	}
 	if _, err := b.Recover(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
+	b.startHosts()
 	return b, nil
 }
 
@@ -179,14 +203,26 @@ func (b *Board) Executors() *executor.Registry { return b.executors }
 // nothing stays stuck in running or keeps running.
 // Processes of a live host (another plugboard serve on the same data
 // directory) are left alone. It returns how many processes it marked.
-func (b *Board) Recover(ctx context.Context) (int, error) {
+func (b *Board) Recover(ctx context.Context) (int, error) { return b.sweep(ctx) }
+
+// sweep is Recover: Open runs it, and every host again each
+// hostHeartbeat, so the processes of a host that died while others run are
+// marked within hostLeaseTTL + hostHeartbeat.
+func (b *Board) sweep(ctx context.Context) (int, error) {
 	procs, err := b.store.RunningProcesses(ctx, "")
+	if err != nil {
+		return 0, fmt.Errorf("board: recover: %w", err)
+	}
+	if len(procs) == 0 {
+		return 0, nil
+	}
+	live, err := b.liveOwners(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("board: recover: %w", err)
 	}
 	marked := 0
 	for _, p := range procs {
-		if p.Owner == b.owner || ownerAlive(p.Owner) {
+		if !b.ownerGone(p.Owner, live) {
 			continue
 		}
 		if p.PID > 0 {
@@ -235,6 +271,10 @@ func (b *Board) Close() error {
 		runs = append(runs, r)
 	}
 	b.mu.Unlock()
+	if b.stopHosts != nil {
+		b.stopHosts()
+		<-b.hostsDone
+	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Add(1)
@@ -242,5 +282,18 @@ func (b *Board) Close() error {
 	}
 	wg.Wait()
 	b.chains.Wait()
+	// Its processes are recorded killed: the lease can go at once.
+	if err := b.store.DropHost(context.Background(), b.owner); err != nil {
+		b.log.Warn("host lease not dropped", "err", err)
+	}
 	return b.store.Close()
+}
+
+// StoreTarget is the store a board in dataDir uses: store when set, else
+// the SQLite file dataDir/board.db.
+func StoreTarget(dataDir, store string) string {
+	if store != "" {
+		return store
+	}
+	return filepath.Join(dataDir, "board.db")
 }

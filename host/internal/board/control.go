@@ -57,6 +57,10 @@ func (b *Board) FollowUp(ctx context.Context, a FollowUpArgs) (FollowUpResult, e
 	if err != nil {
 		return FollowUpResult{}, err
 	}
+	if host := b.remoteAttempt(ctx, se.AttemptID); host != "" {
+		var out FollowUpResult
+		return out, b.forward(ctx, host, opFollowUp, a, &out)
+	}
 	out := FollowUpResult{Action: a.Action, AttemptID: se.AttemptID, SessionID: se.ID}
 	switch a.Action {
 	case ActionSend:
@@ -165,6 +169,10 @@ func (b *Board) StopAttempt(ctx context.Context, a StopArgs) (StopResult, error)
 	at, err := b.attempt(ctx, a.AttemptID)
 	if err != nil {
 		return StopResult{}, err
+	}
+	if host := b.remoteHost(ctx, at); host != "" {
+		var out StopResult
+		return out, b.forward(ctx, host, opStop, a, &out)
 	}
 	n, _ := b.store.DiscardQueuedForAttempt(ctx, at.ID)
 	stopped, err := b.stopAttempt(ctx, at.ID, a.Force, false)

@@ -93,6 +93,10 @@ func (b *Board) GetAttemptChanges(ctx context.Context, a ChangesArgs) (ChangesRe
 	if err != nil {
 		return ChangesResult{}, err
 	}
+	if host := b.remoteHost(ctx, at); host != "" {
+		var out ChangesResult
+		return out, b.forward(ctx, host, opChanges, a, &out)
+	}
 	out := ChangesResult{AttemptID: at.ID, Guard: guardOf(b.guard), Files: []ChangedFile{}}
 	limit := b.guard
 	if a.Force {
@@ -142,6 +146,10 @@ func (b *Board) GetAttemptPatch(ctx context.Context, a PatchArgs) (PatchResult, 
 	at, err := b.attempt(ctx, a.AttemptID)
 	if err != nil {
 		return PatchResult{}, err
+	}
+	if host := b.remoteHost(ctx, at); host != "" {
+		var out PatchResult
+		return out, b.forward(ctx, host, opPatch, a, &out)
 	}
 	out := PatchResult{AttemptID: at.ID, Paths: a.Paths}
 	if out.Paths == nil {
@@ -288,6 +296,10 @@ func (b *Board) GetAttemptFile(ctx context.Context, a FileArgs) (FileResult, err
 	at, err := b.attempt(ctx, a.AttemptID)
 	if err != nil {
 		return FileResult{}, err
+	}
+	if host := b.remoteHost(ctx, at); host != "" {
+		var out FileResult
+		return out, b.forward(ctx, host, opFile, a, &out)
 	}
 	if a.Path == "" {
 		return FileResult{}, abi.NewEnvelope(abi.CodeMissingRequired, "path is required",

@@ -457,7 +457,7 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 	dir := b.attemptRoot(attemptID)
 	branch := gitops.BranchName(attemptID[:8], task.Title)
 	now := store.Now()
-	attempt := store.Attempt{ID: attemptID, TaskID: task.ID, Branch: branch, Executor: profile.Executor, Variant: variant,
+	attempt := store.Attempt{ID: attemptID, TaskID: task.ID, HostID: b.hostID, Branch: branch, Executor: profile.Executor, Variant: variant,
 		Dir: dir, CreatedAt: now, UpdatedAt: now}
 	var repos []store.AttemptRepo
 	undo := func() {

@@ -85,6 +85,9 @@ func (b *Board) describeForReview(ctx context.Context, attemptID string, item *R
 	}
 	state, failure := deriveState(p)
 	item.State, item.FailureSummary = &state, failure
+	if host := b.remoteHost(ctx, at); host != "" {
+		return b.describeRemoteForReview(ctx, host, at, item)
+	}
 	// Under the guard: a review queue must not make git read a 20 GB file.
 	files, repos, err := b.attemptChanges(ctx, at, b.guard)
 	for _, r := range repos {
@@ -100,6 +103,32 @@ func (b *Board) describeForReview(ctx context.Context, attemptID string, item *R
 	}
 	s := summarize(files)
 	item.Changes = &ReviewChanges{FileCount: s.FileCount, Added: s.Added, Deleted: s.Deleted}
+	return nil
+}
+
+// describeRemoteForReview fills the change summary of an attempt whose
+// worktrees are on another host, which measures them (hosts.go); a host
+// that does not answer leaves changes_error, as a failed measure does.
+func (b *Board) describeRemoteForReview(ctx context.Context, host string, at store.Attempt, item *ReviewItem) error {
+	repos, err := b.store.AttemptRepos(ctx, at.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range repos {
+		item.Repos = append(item.Repos, ReviewRepo{RepoName: r.RepoName, TargetBranch: r.TargetBranch})
+	}
+	var ch ChangesResult
+	if err := b.forward(ctx, host, opChanges, ChangesArgs{AttemptID: at.ID}, &ch); err != nil {
+		msg := err.Error()
+		item.ChangesError = &msg
+		return nil
+	}
+	if ch.BlockedReason != nil && *ch.BlockedReason != tasks.ReasonThresholdExceeded {
+		msg := ch.Reason
+		item.ChangesError = &msg
+		return nil
+	}
+	item.Changes = &ReviewChanges{FileCount: ch.Summary.FileCount, Added: ch.Summary.Added, Deleted: ch.Summary.Deleted}
 	return nil
 }
 
@@ -134,6 +163,10 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 	at, err := b.attempt(ctx, a.AttemptID)
 	if err != nil {
 		return ApproveResult{}, err
+	}
+	if host := b.remoteHost(ctx, at); host != "" {
+		var out ApproveResult
+		return out, b.forward(ctx, host, opApprove, a, &out)
 	}
 	task, err := b.store.GetTask(ctx, at.TaskID)
 	if err != nil {
@@ -318,6 +351,10 @@ func (b *Board) RequestChanges(ctx context.Context, a RequestChangesArgs) (Reque
 	se, err := b.resolveSession(ctx, "", a.AttemptID, "request_changes")
 	if err != nil {
 		return RequestChangesResult{}, err
+	}
+	if host := b.remoteAttempt(ctx, se.AttemptID); host != "" {
+		var out RequestChangesResult
+		return out, b.forward(ctx, host, opRequestChanges, a, &out)
 	}
 	at, err := b.store.GetAttempt(ctx, se.AttemptID)
 	if err != nil {

@@ -81,6 +81,26 @@ type Store interface {
 	// Events.
 	RecordEvent(ctx context.Context, typ, subjectID string, data any) error
 
+	// Hosts sharing the store (hosts.go): leases by owner, and the
+	// commands one host queues for another.
+	HeartbeatHost(ctx context.Context, owner, hostID string) error
+	// LiveHosts maps the owners whose lease was renewed at or after since
+	// (a FormatTime string) to their host ids.
+	LiveHosts(ctx context.Context, since string) (map[string]string, error)
+	DropHost(ctx context.Context, owner string) error
+	EnqueueHostCommand(ctx context.Context, c store.HostCommand) error
+	// ClaimHostCommands marks up to limit pending commands for hostID as
+	// running under owner and returns them: of concurrent claimers, one
+	// gets each.
+	ClaimHostCommands(ctx context.Context, hostID, owner string, limit int) ([]store.HostCommand, error)
+	FinishHostCommand(ctx context.Context, id, result, errText string) error
+	GetHostCommand(ctx context.Context, id string) (store.HostCommand, error)
+	// CancelHostCommand withdraws a command no one has claimed.
+	CancelHostCommand(ctx context.Context, id string) error
+	// PruneHostCommands deletes commands created before before, and
+	// leases not renewed since then.
+	PruneHostCommands(ctx context.Context, before string) error
+
 	// Close releases the store; the board calls it from its own Close.
 	Close() error
 }

@@ -17,7 +17,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
@@ -86,6 +88,9 @@ type Store interface {
 	// MarkMailRead sets the read time of mail id unless it is already
 	// read, and returns the mail as it now is.
 	MarkMailRead(ctx context.Context, id, at string) (store.Mail, error)
+	// MailSince returns the mail created at or after since, oldest first,
+	// at most limit.
+	MailSince(ctx context.Context, since string, limit int) ([]store.Mail, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -116,6 +121,11 @@ type Service struct {
 	agents   Agents
 	notifier atomic.Pointer[Notifier]
 	log      *slog.Logger
+	// notified holds the ids of mail whose recipient was notified, by when
+	// (this host's deliveries and what Watch found), so Watch notifies
+	// each mail once.
+	notifiedMu sync.Mutex
+	notified   map[string]time.Time
 }
 
 // New returns the mail service over the store st returns.
@@ -123,7 +133,7 @@ func New(st StoreFunc, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{store: st, agents: opts.Agents, log: opts.Logger}
+	s := &Service{store: st, agents: opts.Agents, log: opts.Logger, notified: map[string]time.Time{}}
 	if opts.Notifier != nil {
 		s.SetNotifier(opts.Notifier)
 	}
@@ -254,6 +264,7 @@ func (s *Service) deliver(ctx context.Context, st Store, from AgentInfo, to, sub
 	if err := st.InsertMail(ctx, m); err != nil {
 		return Sent{}, err
 	}
+	s.markNotified(m.ID)
 	if n := s.notifier.Load(); n != nil {
 		(*n).MailArrived(ctx, to, Notice{MailID: m.ID, From: m.FromAgentID, Subject: m.Subject, ThreadID: m.ThreadID})
 	}
@@ -383,4 +394,71 @@ func ReplySubject(subject string) string {
 		return subject
 	}
 	return "Re: " + subject
+}
+
+// Mail stored through another host sharing the store reaches this host's
+// sessions through Watch, which polls the store (every watchEvery) for
+// mail created in the last watchWindow — a window, not a cursor, because
+// hosts' transactions commit out of created_at order and their clocks
+// differ a little — and notifies each mail it has not notified yet.
+const (
+	watchEvery  = time.Second
+	watchWindow = 30 * time.Second
+)
+
+// markNotified records that id's recipient was notified; it reports
+// whether it already had been.
+func (s *Service) markNotified(id string) bool {
+	s.notifiedMu.Lock()
+	defer s.notifiedMu.Unlock()
+	_, seen := s.notified[id]
+	s.notified[id] = time.Now()
+	return seen
+}
+
+// Watch notifies this host's sessions of mail other hosts store, until ctx
+// ends. Mail that existed when it started is not notified.
+func (s *Service) Watch(ctx context.Context) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	first := true
+	for {
+		st, err := s.store(ctx)
+		if err == nil {
+			s.poll(ctx, st, first)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poll notifies the mail of the last watchWindow not notified yet (with
+// quiet, only records it), and forgets ids older than twice the window.
+func (s *Service) poll(ctx context.Context, st Store, quiet bool) {
+	since := store.FormatTime(time.Now().Add(-watchWindow))
+	mails, err := st.MailSince(ctx, since, 1000)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("mail of other hosts not read", "err", err)
+		}
+		return
+	}
+	n := s.notifier.Load()
+	for _, m := range mails {
+		if s.markNotified(m.ID) || quiet || n == nil {
+			continue
+		}
+		(*n).MailArrived(ctx, m.ToAgentID, Notice{MailID: m.ID, From: m.FromAgentID, Subject: m.Subject, ThreadID: m.ThreadID})
+	}
+	s.notifiedMu.Lock()
+	for id, at := range s.notified {
+		if time.Since(at) > 2*watchWindow {
+			delete(s.notified, id)
+		}
+	}
+	s.notifiedMu.Unlock()
 }

@@ -9,12 +9,15 @@ import (
 
 // Attempt is one try at a task: a git worktree per repo on a fresh branch.
 type Attempt struct {
-	ID        string
-	TaskID    string
-	Branch    string
-	Executor  string
-	Variant   string
-	Dir       string
+	ID       string
+	TaskID   string
+	Branch   string
+	Executor string
+	Variant  string
+	Dir      string
+	// HostID is the host whose data directory holds the attempt's
+	// worktrees ("" for attempts made before hosts were recorded).
+	HostID    string
 	CreatedAt string
 	UpdatedAt string
 }
@@ -44,9 +47,9 @@ type Session struct {
 
 // CreateAttempt inserts an attempt and its repos in one transaction.
 func (s *Store) CreateAttempt(ctx context.Context, a Attempt, repos []AttemptRepo) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, task_id, branch, executor, variant, dir, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.TaskID, a.Branch, a.Executor, a.Variant, a.Dir, a.CreatedAt, a.UpdatedAt)
+	return s.tx(ctx, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts (id, task_id, branch, executor, variant, dir, host_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.TaskID, a.Branch, a.Executor, a.Variant, a.Dir, a.HostID, a.CreatedAt, a.UpdatedAt)
 		if isForeignKey(err) {
 			return notFound("task", a.TaskID)
 		}
@@ -64,11 +67,11 @@ func (s *Store) CreateAttempt(ctx context.Context, a Attempt, repos []AttemptRep
 	})
 }
 
-const attemptColumns = `id, task_id, branch, executor, variant, dir, created_at, updated_at`
+const attemptColumns = `id, task_id, branch, executor, variant, dir, host_id, created_at, updated_at`
 
 func scanAttempt(sc interface{ Scan(...any) error }) (Attempt, error) {
 	var a Attempt
-	err := sc.Scan(&a.ID, &a.TaskID, &a.Branch, &a.Executor, &a.Variant, &a.Dir, &a.CreatedAt, &a.UpdatedAt)
+	err := sc.Scan(&a.ID, &a.TaskID, &a.Branch, &a.Executor, &a.Variant, &a.Dir, &a.HostID, &a.CreatedAt, &a.UpdatedAt)
 	return a, err
 }
 

@@ -210,7 +210,7 @@ type DecisionWrite struct {
 // decision log's writer does with the writes of many calls at once. A
 // Finish of a missing row is skipped.
 func (s *Store) WriteDecisions(ctx context.Context, writes []DecisionWrite) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *Tx) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO decision_log (id, kind, agent_id, agent_type, tool, request_id, input, result,
 			error_code, error, status, duration_ms, attempts, title, body, created_at, finished_at, size, http)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -260,9 +260,9 @@ func (s *Store) PruneDecisions(ctx context.Context, before string, maxBytes int6
 	if maxBytes > 0 {
 		// The running total of size, newest first, walks the created_at
 		// index once; every row past the budget goes.
-		res, err := s.db.ExecContext(ctx, `DELETE FROM decision_log WHERE rowid IN (
-			SELECT rowid FROM (SELECT rowid, SUM(size) OVER (ORDER BY created_at DESC, id DESC ROWS UNBOUNDED PRECEDING) AS running
-				FROM decision_log) WHERE running > ?)`, maxBytes)
+		res, err := s.db.ExecContext(ctx, `DELETE FROM decision_log WHERE id IN (
+			SELECT id FROM (SELECT id, SUM(size) OVER (ORDER BY created_at DESC, id DESC ROWS UNBOUNDED PRECEDING) AS running
+				FROM decision_log) AS r WHERE running > ?)`, maxBytes)
 		if err != nil {
 			return total, err
 		}
@@ -275,14 +275,17 @@ func (s *Store) PruneDecisions(ctx context.Context, before string, maxBytes int6
 // DecisionLogSize returns the decision log's row count and the sum of
 // their sizes (what retention by size counts).
 func (s *Store) DecisionLogSize(ctx context.Context) (rows, bytes int64, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM decision_log`).Scan(&rows, &bytes)
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM decision_log`).Scan(&rows, &bytes)
 	return rows, bytes, err
 }
 
 // Checkpoint copies the write-ahead log into the database file and
 // truncates it, so that the file's size is what the board holds (the
-// decision log's benchmarks measure it).
+// decision log's benchmarks measure it). On PostgreSQL it does nothing.
 func (s *Store) Checkpoint(ctx context.Context) error {
+	if s.pg {
+		return nil // PostgreSQL checkpoints on its own
+	}
 	_, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
 	return err
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 )
 
@@ -40,7 +39,7 @@ func (s *Store) RecordEvent(ctx context.Context, typ, subjectID string, data any
 	return err
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, typ, subjectID string, data []byte, at string) error {
+func insertEvent(ctx context.Context, tx *Tx, typ, subjectID string, data []byte, at string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (id, type, subject_id, data, created_at) VALUES (?, ?, ?, ?, ?)`,
 		NewID(), typ, subjectID, string(data), at)
 	return err

@@ -31,7 +31,8 @@ type Claim struct {
 // write transaction, so concurrent duplicates see exactly one ClaimNew.
 func (s *Store) ClaimRequest(ctx context.Context, tool, requestID, payloadHash string) (Claim, error) {
 	var c Claim
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *Tx) error {
+		c = Claim{} // a retry starts afresh
 		var (
 			hash, state string
 			result      sql.NullString

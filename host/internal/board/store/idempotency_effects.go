@@ -24,7 +24,7 @@ import (
 //     the effect already made and gets its answer back instead of making
 //     it twice.
 
-// querier is what *sql.DB and *sql.Tx share.
+// querier is what sqlDB and Tx share.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -37,7 +37,7 @@ type txKey struct{}
 // operation it runs.
 type ctxTx struct {
 	s  *Store
-	tx *sql.Tx
+	tx *Tx
 }
 
 // conn returns the transaction ctx carries for this store, else the
@@ -88,25 +88,32 @@ func (s *Store) RunEffect(ctx context.Context, k EffectKey, atomic bool, fn func
 		_ = s.insertEffect(context.WithoutCancel(ctx), s.db, k, out)
 		return out, false, nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	// On PostgreSQL s.tx may run this again after a serialization failure:
+	// fn writes only through the transaction, which was rolled back.
+	err = s.tx(ctx, func(tx *Tx) error {
+		result, replayed = nil, false
+		prev, ok, err := s.effect(ctx, tx, k)
+		if err != nil {
+			return err
+		}
+		if ok {
+			result, replayed = prev, true
+			return nil
+		}
+		out, err := fn(context.WithValue(ctx, txKey{}, &ctxTx{s: s, tx: tx}))
+		if err != nil {
+			return err
+		}
+		if err := s.insertEffect(ctx, tx, k, out); err != nil {
+			return err
+		}
+		result = out
+		return nil
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	defer tx.Rollback() // after a Commit, a no-op
-	if prev, ok, err := s.effect(ctx, tx, k); err != nil || ok {
-		return prev, ok, err
-	}
-	out, err := fn(context.WithValue(ctx, txKey{}, &ctxTx{s: s, tx: tx}))
-	if err != nil {
-		return nil, false, err
-	}
-	if err := s.insertEffect(ctx, tx, k, out); err != nil {
-		return nil, false, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, false, err
-	}
-	return out, false, nil
+	return result, replayed, nil
 }
 
 func (s *Store) effect(ctx context.Context, q querier, k EffectKey) ([]byte, bool, error) {
@@ -124,8 +131,9 @@ func (s *Store) effect(ctx context.Context, q querier, k EffectKey) ([]byte, boo
 }
 
 func (s *Store) insertEffect(ctx context.Context, q querier, k EffectKey, result []byte) error {
-	_, err := q.ExecContext(ctx, `INSERT OR IGNORE INTO idempotency_effects
-		(tool, request_id, payload_hash, op, args_hash, seq, result, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.ExecContext(ctx, `INSERT INTO idempotency_effects
+		(tool, request_id, payload_hash, op, args_hash, seq, result, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`,
 		k.Tool, k.RequestID, k.PayloadHash, k.Op, k.ArgsHash, k.Seq, string(result), Now())
 	return err
 }

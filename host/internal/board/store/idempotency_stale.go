@@ -33,7 +33,8 @@ func (s *Store) ClaimRequestAt(ctx context.Context, now time.Time, tool, request
 // only about owners other than owner, and never about records without one.
 func (s *Store) ClaimRequestAs(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
 	inProgressTTL time.Duration, owner string, dead func(owner string) bool) (outcome string, result []byte, token string, err error) {
-	err = s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *Tx) error {
+		outcome, result, token = "", nil, "" // a retry starts afresh
 		var (
 			hash, state, updated, holder string
 			stored                       sql.NullString
@@ -77,7 +78,8 @@ func (s *Store) ClaimRequestAs(ctx context.Context, now time.Time, tool, request
 // are deleted with it: from now on the stored answer replays the call.
 func (s *Store) CompleteClaim(ctx context.Context, tool, requestID, token string, result []byte) (bool, error) {
 	held := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *Tx) error {
+		held = false // a retry starts afresh
 		res, err := tx.ExecContext(ctx, `UPDATE idempotency_records SET state = 'completed', result = ?, updated_at = ?
 			WHERE tool = ? AND request_id = ? AND state = 'in_progress' AND created_at = ?`,
 			string(result), Now(), tool, requestID, token)

@@ -10,45 +10,47 @@ import (
 // TestClaimRequestAtConcurrent: fifty claims of one free key at once give
 // exactly one ClaimNew; the rest see it in progress.
 func TestClaimRequestAtConcurrent(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	const workers = 50
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		outcomes = map[string]int{}
-		tokens   []string
-	)
-	now := time.Now()
-	for range workers {
-		wg.Go(func() {
-			outcome, _, token, err := s.ClaimRequestAt(ctx, now, "create_task", "k", "h", time.Hour)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			outcomes[outcome]++
-			if token != "" {
-				tokens = append(tokens, token)
-			}
-		})
-	}
-	wg.Wait()
-	if outcomes[ClaimNew] != 1 || outcomes[ClaimInProgress] != workers-1 || len(tokens) != 1 {
-		t.Fatalf("outcomes %v, tokens %v", outcomes, tokens)
-	}
-	if ok, err := s.CompleteClaim(ctx, "create_task", "k", tokens[0], []byte(`{"a":1}`)); !ok || err != nil {
-		t.Fatalf("complete = %v, %v", ok, err)
-	}
-	outcome, result, token, err := s.ClaimRequestAt(ctx, time.Now(), "create_task", "k", "h", time.Hour)
-	if err != nil || outcome != ClaimReplay || string(result) != `{"a":1}` || token != "" {
-		t.Fatalf("after completion: %q %q %q %v", outcome, result, token, err)
-	}
-	if outcome, _, _, _ := s.ClaimRequestAt(ctx, time.Now(), "create_task", "k", "other", time.Hour); outcome != ClaimConflict {
-		t.Fatalf("other payload: %q", outcome)
-	}
+	forEachStore(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		s := open()
+		const workers = 50
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			outcomes = map[string]int{}
+			tokens   []string
+		)
+		now := time.Now()
+		for range workers {
+			wg.Go(func() {
+				outcome, _, token, err := s.ClaimRequestAt(ctx, now, "create_task", "k", "h", time.Hour)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				outcomes[outcome]++
+				if token != "" {
+					tokens = append(tokens, token)
+				}
+			})
+		}
+		wg.Wait()
+		if outcomes[ClaimNew] != 1 || outcomes[ClaimInProgress] != workers-1 || len(tokens) != 1 {
+			t.Fatalf("outcomes %v, tokens %v", outcomes, tokens)
+		}
+		if ok, err := s.CompleteClaim(ctx, "create_task", "k", tokens[0], []byte(`{"a":1}`)); !ok || err != nil {
+			t.Fatalf("complete = %v, %v", ok, err)
+		}
+		outcome, result, token, err := s.ClaimRequestAt(ctx, time.Now(), "create_task", "k", "h", time.Hour)
+		if err != nil || outcome != ClaimReplay || string(result) != `{"a":1}` || token != "" {
+			t.Fatalf("after completion: %q %q %q %v", outcome, result, token, err)
+		}
+		if outcome, _, _, _ := s.ClaimRequestAt(ctx, time.Now(), "create_task", "k", "other", time.Hour); outcome != ClaimConflict {
+			t.Fatalf("other payload: %q", outcome)
+		}
+	})
 }
 
 // TestClaimRequestAtStale: an in_progress record older than its TTL is free
@@ -56,60 +58,62 @@ func TestClaimRequestAtConcurrent(t *testing.T) {
 // takes a record as stale. The dead claim's token no longer completes or
 // releases the key.
 func TestClaimRequestAtStale(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	t0 := time.Now()
-	claim := func(at time.Time, key, hash string, ttl time.Duration) (string, string) {
-		t.Helper()
-		outcome, _, token, err := s.ClaimRequestAt(ctx, at, "tool", key, hash, ttl)
-		if err != nil {
+	forEachStore(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		s := open()
+		t0 := time.Now()
+		claim := func(at time.Time, key, hash string, ttl time.Duration) (string, string) {
+			t.Helper()
+			outcome, _, token, err := s.ClaimRequestAt(ctx, at, "tool", key, hash, ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return outcome, token
+		}
+		_, dead := claim(t0, "k", "h1", time.Hour)
+		if o, _ := claim(t0.Add(30*time.Minute), "k", "h1", time.Hour); o != ClaimInProgress {
+			t.Fatalf("young in-progress claim: %q", o)
+		}
+		if o, _ := claim(t0.Add(2*time.Hour), "k", "h1", 0); o != ClaimInProgress {
+			t.Fatalf("TTL 0 took a claim as stale: %q", o)
+		}
+		o, fresh := claim(t0.Add(2*time.Hour), "k", "h2", time.Hour)
+		if o != ClaimNew || fresh == dead {
+			t.Fatalf("stale claim, other payload: %q (token %q, dead %q)", o, fresh, dead)
+		}
+		// The dead call finishing late touches nothing.
+		if ok, err := s.CompleteClaim(ctx, "tool", "k", dead, []byte(`"late"`)); ok || err != nil {
+			t.Fatalf("late completion = %v, %v", ok, err)
+		}
+		if err := s.ReleaseClaim(ctx, "tool", "k", dead); err != nil {
 			t.Fatal(err)
 		}
-		return outcome, token
-	}
-	_, dead := claim(t0, "k", "h1", time.Hour)
-	if o, _ := claim(t0.Add(30*time.Minute), "k", "h1", time.Hour); o != ClaimInProgress {
-		t.Fatalf("young in-progress claim: %q", o)
-	}
-	if o, _ := claim(t0.Add(2*time.Hour), "k", "h1", 0); o != ClaimInProgress {
-		t.Fatalf("TTL 0 took a claim as stale: %q", o)
-	}
-	o, fresh := claim(t0.Add(2*time.Hour), "k", "h2", time.Hour)
-	if o != ClaimNew || fresh == dead {
-		t.Fatalf("stale claim, other payload: %q (token %q, dead %q)", o, fresh, dead)
-	}
-	// The dead call finishing late touches nothing.
-	if ok, err := s.CompleteClaim(ctx, "tool", "k", dead, []byte(`"late"`)); ok || err != nil {
-		t.Fatalf("late completion = %v, %v", ok, err)
-	}
-	if err := s.ReleaseClaim(ctx, "tool", "k", dead); err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := claim(t0.Add(2*time.Hour), "k", "h2", time.Hour); o != ClaimInProgress {
-		t.Fatalf("a dead token released its successor's claim: %q", o)
-	}
-	if ok, err := s.CompleteClaim(ctx, "tool", "k", fresh, []byte(`"fresh"`)); !ok || err != nil {
-		t.Fatalf("completion = %v, %v", ok, err)
-	}
-	// A completed record is never stale to a claim (pruning removes it).
-	outcome, result, _, err := s.ClaimRequestAt(ctx, time.Now().Add(48*time.Hour), "tool", "k", "h2", time.Hour)
-	if err != nil || outcome != ClaimReplay || string(result) != `"fresh"` {
-		t.Fatalf("completed record: %q %q %v", outcome, result, err)
-	}
-	// Release frees the key for the same payload.
-	_, tok := claim(time.Now(), "k2", "h", time.Hour)
-	if err := s.ReleaseClaim(ctx, "tool", "k2", tok); err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := claim(time.Now(), "k2", "h", time.Hour); o != ClaimNew {
-		t.Fatalf("after release: %q", o)
-	}
-	// A pruned claim cannot be completed.
-	_, tok = claim(t0, "k3", "h", time.Hour)
-	if _, err := s.PruneRequests(ctx, t0.Add(2*time.Hour), 0, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _ := s.CompleteClaim(ctx, "tool", "k3", tok, []byte(`1`)); ok {
-		t.Fatal("completed a pruned claim")
-	}
+		if o, _ := claim(t0.Add(2*time.Hour), "k", "h2", time.Hour); o != ClaimInProgress {
+			t.Fatalf("a dead token released its successor's claim: %q", o)
+		}
+		if ok, err := s.CompleteClaim(ctx, "tool", "k", fresh, []byte(`"fresh"`)); !ok || err != nil {
+			t.Fatalf("completion = %v, %v", ok, err)
+		}
+		// A completed record is never stale to a claim (pruning removes it).
+		outcome, result, _, err := s.ClaimRequestAt(ctx, time.Now().Add(48*time.Hour), "tool", "k", "h2", time.Hour)
+		if err != nil || outcome != ClaimReplay || string(result) != `"fresh"` {
+			t.Fatalf("completed record: %q %q %v", outcome, result, err)
+		}
+		// Release frees the key for the same payload.
+		_, tok := claim(time.Now(), "k2", "h", time.Hour)
+		if err := s.ReleaseClaim(ctx, "tool", "k2", tok); err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := claim(time.Now(), "k2", "h", time.Hour); o != ClaimNew {
+			t.Fatalf("after release: %q", o)
+		}
+		// A pruned claim cannot be completed.
+		_, tok = claim(t0, "k3", "h", time.Hour)
+		if _, err := s.PruneRequests(ctx, t0.Add(2*time.Hour), 0, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := s.CompleteClaim(ctx, "tool", "k3", tok, []byte(`1`)); ok {
+			t.Fatal("completed a pruned claim")
+		}
+	})
 }

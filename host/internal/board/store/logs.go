@@ -36,30 +36,27 @@ func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO log_entries (process_id, channel, entry_index, entry) VALUES (?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
-	touched := map[string]bool{}
-	for _, r := range rows {
-		if _, err := ins.ExecContext(ctx, r.ProcessID, r.Channel, r.Index, string(r.Entry)); err != nil {
-			return fmt.Errorf("append log %s/%s#%d: %w", r.ProcessID, r.Channel, r.Index, err)
-		}
-		touched[r.ProcessID] = true
-	}
-	now := Now()
-	for id := range touched {
-		if _, err := tx.ExecContext(ctx, `UPDATE execution_processes SET updated_at = ? WHERE id = ?`, now, id); err != nil {
+	return s.tx(ctx, func(tx *Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO log_entries (process_id, channel, entry_index, entry) VALUES (?, ?, ?, ?)`)
+		if err != nil {
 			return err
 		}
-	}
-	return tx.Commit()
+		defer ins.Close()
+		touched := map[string]bool{}
+		for _, r := range rows {
+			if _, err := ins.ExecContext(ctx, r.ProcessID, r.Channel, r.Index, string(r.Entry)); err != nil {
+				return fmt.Errorf("append log %s/%s#%d: %w", r.ProcessID, r.Channel, r.Index, err)
+			}
+			touched[r.ProcessID] = true
+		}
+		now := Now()
+		for id := range touched {
+			if _, err := tx.ExecContext(ctx, `UPDATE execution_processes SET updated_at = ? WHERE id = ?`, now, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // LogCount returns the number of entries of a process channel, which is

@@ -33,7 +33,7 @@ func (s *Store) InsertMail(ctx context.Context, m Mail) error {
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO mail (id, from_agent_id, from_agent_type, to_agent_id, subject, body,
 			in_reply_to, thread_id, read_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.ID, m.FromAgentID, m.FromAgentType, m.ToAgentID, m.Subject, m.Body, m.InReplyTo, m.ThreadID, m.ReadAt, m.CreatedAt); err != nil {
@@ -62,6 +62,26 @@ func (s *Store) GetMail(ctx context.Context, id string) (Mail, error) {
 		return m, notFound("mail", id)
 	}
 	return m, err
+}
+
+// MailSince returns the mail stored with a created_at at or after since,
+// oldest first, at most limit: what a host polls to notify its sessions
+// of mail other hosts stored.
+func (s *Store) MailSince(ctx context.Context, since string, limit int) ([]Mail, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+mailColumns+` FROM mail WHERE created_at >= ? ORDER BY created_at, id LIMIT ?`, since, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Mail
+	for rows.Next() {
+		m, err := scanMail(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 // ListInbox returns the mail addressed to to, newest first, at most limit

@@ -213,4 +213,35 @@ UPDATE decision_log SET size = 640 + COALESCE(octet_length(input), 0) + COALESCE
 	`
 ALTER TABLE decision_log ADD COLUMN http TEXT;
 `,
+	// 5: several hosts on one store (host/internal/board/hosts.go): each
+	// serving process's lease, the host that holds each attempt's
+	// worktrees, and the operations one host queues for another.
+	`
+CREATE TABLE hosts (
+	owner        TEXT PRIMARY KEY,
+	host_id      TEXT NOT NULL,
+	started_at   TEXT NOT NULL,
+	heartbeat_at TEXT NOT NULL
+);
+CREATE INDEX hosts_heartbeat ON hosts(heartbeat_at);
+ALTER TABLE attempts ADD COLUMN host_id TEXT NOT NULL DEFAULT '';
+CREATE TABLE host_commands (
+	id         TEXT PRIMARY KEY,
+	host_id    TEXT NOT NULL,
+	from_host  TEXT NOT NULL DEFAULT '',
+	op         TEXT NOT NULL,
+	args       TEXT NOT NULL,
+	state      TEXT NOT NULL CHECK (state IN ('pending','running','done')),
+	claimed_by TEXT NOT NULL DEFAULT '',
+	result     TEXT NOT NULL DEFAULT '',
+	error      TEXT NOT NULL DEFAULT '',
+	created_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL
+);
+CREATE INDEX host_commands_pending ON host_commands(host_id, state, created_at);
+CREATE INDEX host_commands_time ON host_commands(created_at);
+-- Each host polls the mail of the last seconds to notify its sessions of
+-- mail other hosts stored (host/internal/mail Watch).
+CREATE INDEX mail_time ON mail(created_at, id);
+`,
 }

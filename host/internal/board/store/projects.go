@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Project is a named group of repositories that tasks belong to.
@@ -54,7 +53,7 @@ func (s *Store) CreateProject(ctx context.Context, name string) (Project, error)
 func (s *Store) CreateProjectWithRepos(ctx context.Context, name string, repos []ProjectRepo) (Project, error) {
 	now := Now()
 	p := Project{ID: NewID(), Name: name, CreatedAt: now, UpdatedAt: now, Repos: []ProjectRepo{}}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)`,
 			p.ID, p.Name, p.CreatedAt, p.UpdatedAt)
 		if isUnique(err) {
@@ -104,13 +103,13 @@ func (s *Store) EnsureRepo(ctx context.Context, name, path string) (Repo, error)
 // the repo is renamed — in every project holding it, so each of those must
 // be free of another repo of that name too.
 func (s *Store) AddProjectRepo(ctx context.Context, projectID string, pr ProjectRepo) error {
-	return s.tx(ctx, func(tx *sql.Tx) error { return addProjectRepo(ctx, tx, projectID, pr) })
+	return s.tx(ctx, func(tx *Tx) error { return addProjectRepo(ctx, tx, projectID, pr) })
 }
 
-func addProjectRepo(ctx context.Context, tx *sql.Tx, projectID string, pr ProjectRepo) error {
+func addProjectRepo(ctx context.Context, tx *Tx, projectID string, pr ProjectRepo) error {
 	var clash string
 	err := tx.QueryRowContext(ctx, `SELECT p.name FROM project_repos x JOIN repos r ON r.id = x.repo_id JOIN projects p ON p.id = x.project_id
-		WHERE x.project_id IN (SELECT project_id FROM project_repos WHERE repo_id = ? UNION SELECT ?) AND r.name = ? AND r.id <> ?
+		WHERE x.project_id IN (SELECT project_id FROM project_repos WHERE repo_id = ? UNION SELECT CAST(? AS TEXT)) AND r.name = ? AND r.id <> ?
 		ORDER BY x.project_id = ? DESC, p.name LIMIT 1`, pr.ID, projectID, pr.Name, pr.ID, projectID).Scan(&clash)
 	switch {
 	case err == nil:
@@ -208,14 +207,6 @@ func (s *Store) ProjectRepos(ctx context.Context, projectID string) ([]ProjectRe
 		out = append(out, pr)
 	}
 	return out, rows.Err()
-}
-
-func isUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
-}
-
-func isForeignKey(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
 }
 
 // GetRepo returns one repo.

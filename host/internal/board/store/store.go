@@ -11,7 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
 )
 
 // TimeFormat is RFC3339 in UTC with a fixed six-digit fraction: fixed width
@@ -38,11 +39,39 @@ func NewID() string {
 // ErrNotFound is returned (wrapped) when a row does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store is the board database. It is safe for concurrent use, also by
-// several processes on one file (WAL, busy timeout).
+// Store is the board database: a SQLite file or a PostgreSQL database. It
+// is safe for concurrent use, also by several processes on one file (WAL,
+// busy timeout) or one PostgreSQL database.
 type Store struct {
-	db   *sql.DB
-	path string
+	db   *sqlDB
+	path string // the SQLite file, or the PostgreSQL URL without its password
+	pg   bool
+}
+
+// OpenURL opens the store target names: a postgres:// or postgresql://
+// URL opens that PostgreSQL database, anything else is a SQLite file path
+// (Open). Pending migrations are applied.
+func OpenURL(ctx context.Context, target string) (*Store, error) {
+	if !isPostgresURL(target) {
+		return Open(ctx, target)
+	}
+	name := redactURL(target)
+	db, err := sql.Open("pgx", target)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", name, err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", name, err)
+	}
+	s := &Store{db: &sqlDB{db: db, pg: true}, path: name, pg: true}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Open opens (creating if needed) the database file at path and applies
@@ -64,7 +93,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
-	s := &Store{db: db, path: path}
+	s := &Store{db: &sqlDB{db: db}, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -72,8 +101,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// Path is the database file.
+// Path is the database file; for PostgreSQL, the URL with any password
+// replaced by ***.
 func (s *Store) Path() string { return s.path }
+
+// Postgres reports a PostgreSQL store.
+func (s *Store) Postgres() bool { return s.pg }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
@@ -85,14 +118,30 @@ func (s *Store) Version(ctx context.Context) (int, error) {
 	return v, err
 }
 
+// migrationLock is the PostgreSQL advisory lock key that serialises the
+// migrations of hosts starting at once on one database.
+const migrationLock = 0x706c7567626f6172 // "plugboar"
+
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+	if s.pg {
+		// Hosts starting together would race on CREATE TABLE IF NOT EXISTS.
+		c, err := s.db.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", s.path, err)
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+			return fmt.Errorf("store: %s: lock for migrations: %w", s.path, err)
+		}
+		defer c.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	}
+	if _, err := s.db.ExecContext(ctx, s.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)); err != nil {
 		return fmt.Errorf("store: %s: create schema_migrations: %w", s.path, err)
 	}
 	for i, m := range migrations {
 		version := i + 1
-		err := s.tx(ctx, func(tx *sql.Tx) error {
+		err := s.tx(ctx, func(tx *Tx) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
 				return err
@@ -100,7 +149,9 @@ func (s *Store) migrate(ctx context.Context) error {
 			if n > 0 {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, m); err != nil {
+			// No arguments: pgx runs a multi-statement string as one
+			// simple-protocol query.
+			if _, err := tx.ExecContext(ctx, s.ddl(m)); err != nil {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, Now())
@@ -120,17 +171,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in a write transaction, committing when it returns nil.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+// ddl returns the SQLite DDL ddl in the store's dialect.
+func (s *Store) ddl(ddl string) string {
+	if s.pg {
+		return pgDDL(ddl)
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return ddl
 }
 
 func notFound(kind, id string) error { return fmt.Errorf("%s %s: %w", kind, id, ErrNotFound) }

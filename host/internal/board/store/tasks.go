@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/plugboard/plugboard/abi/tasks"
 )
@@ -129,17 +130,21 @@ const summaryColumns = `
 		WHERE a2.task_id = t.id AND p2.status = 'running' AND p2.run_reason <> 'devserver'),
 	COALESCE((SELECT p3.status IN ('failed','killed') FROM execution_processes p3
 		WHERE p3.attempt_id = la.id AND p3.run_reason <> 'devserver'
-		ORDER BY p3.created_at DESC, p3.id ASC LIMIT 1), 0)`
+		ORDER BY p3.created_at DESC, p3.id ASC LIMIT 1), FALSE)`
 
 const summaryJoins = `
 	LEFT JOIN attempts la ON la.id = (SELECT a.id FROM attempts a WHERE a.task_id = t.id ORDER BY a.created_at DESC, a.id ASC LIMIT 1)
 	LEFT JOIN sessions ls ON ls.id = (SELECT s.id FROM sessions s WHERE s.attempt_id = la.id ORDER BY s.created_at DESC, s.id ASC LIMIT 1)`
 
+// noLimit is a LIMIT that keeps every row: SQLite's LIMIT -1 is an error
+// on PostgreSQL, and PostgreSQL's LIMIT NULL one on SQLite.
+const noLimit = math.MaxInt64
+
 // ListTasks returns a project's tasks, newest first, optionally only those
 // in status, at most limit (0 = no limit), each with its attempt summary.
 func (s *Store) ListTasks(ctx context.Context, projectID, status string, limit int) ([]TaskWithSummary, error) {
 	if limit <= 0 {
-		limit = -1
+		limit = noLimit
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT t.id, t.project_id, t.title, t.description, t.status, t.created_at, t.updated_at,`+
 		summaryColumns+` FROM tasks t`+summaryJoins+`
@@ -157,7 +162,7 @@ func (s *Store) ListTasks(ctx context.Context, projectID, status string, limit i
 // limit), each with its attempt summary.
 func (s *Store) ReviewQueue(ctx context.Context, projectID string, limit int) ([]TaskWithSummary, error) {
 	if limit <= 0 {
-		limit = -1
+		limit = noLimit
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT t.id, t.project_id, t.title, t.description, t.status, t.created_at, t.updated_at,`+
 		summaryColumns+` FROM tasks t`+summaryJoins+`

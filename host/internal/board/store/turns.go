@@ -23,7 +23,7 @@ type Turn struct {
 func (s *Store) AddTurn(ctx context.Context, sessionID, processID, prompt string) (Turn, error) {
 	now := Now()
 	t := Turn{ID: NewID(), SessionID: sessionID, ProcessID: &processID, Prompt: prompt, CreatedAt: now, UpdatedAt: now}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *Tx) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(turn_index) + 1, 0) FROM turns WHERE session_id = ?`,
 			sessionID).Scan(&t.Index); err != nil {
 			return err

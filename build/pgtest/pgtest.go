@@ -72,6 +72,13 @@ type Server struct {
 	dbSeq    atomic.Int64
 }
 
+// Installed skips t (or fails it, under PLUGBOARD_REQUIRE_POSTGRES) when no
+// PostgreSQL server is installed, as Start would, without starting one.
+func Installed(t testing.TB) {
+	t.Helper()
+	binaries(t)
+}
+
 // Start starts a cluster for t alone, stopped and removed when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
+	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/build/pgtest"
+	plughost "github.com/plugboard/plugboard/host"
+)
+
+// hostProc is a `plugboard serve` over stdio whose process the test can
+// kill.
+type hostProc struct {
+	session *mcp.ClientSession
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+}
+
+func startHost(t *testing.T, args ...string) *hostProc {
+	t.Helper()
+	cmd := exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "multihost", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	h := &hostProc{session: session, cmd: cmd, stderr: stderr}
+	t.Cleanup(func() {
+		session.Close()
+		if t.Failed() {
+			t.Logf("host %v stderr:\n%s", args, stderr.String())
+		}
+	})
+	return h
+}
+
+// call calls a tool and decodes its structured answer into out; an
+// envelope is returned instead (out untouched), also for a protocol error
+// or an answer that does not decode (codes of the test's own), so
+// goroutines can call it.
+func (h *hostProc) call(t *testing.T, tool string, args, out any) *abi.Envelope {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := h.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return &abi.Envelope{Code: "protocol_error", Message: tool + ": " + err.Error()}
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if res.IsError {
+		var env abi.Envelope
+		if err := json.Unmarshal(raw, &env); err != nil || env.Code == "" {
+			if err := json.Unmarshal([]byte(text(res)), &env); err != nil || env.Code == "" {
+				env = abi.Envelope{Code: "no_envelope", Message: text(res)}
+			}
+		}
+		return &env
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return &abi.Envelope{Code: "bad_result", Message: tool + ": " + string(raw) + ": " + err.Error()}
+		}
+	}
+	return nil
+}
+
+// TestMultiHostSharedStore runs two hosts — separate data directories, one
+// PostgreSQL store — as issue 16's acceptance asks: a project made through
+// one is listed by the other; 20 parallel create_task calls with one
+// request_id, split across both, create one task; an attempt started on
+// host A is stopped through host B (forwarded through the store); host A
+// killed with SIGKILL, host B marks its running attempt killed within 30 s.
+func TestMultiHostSharedStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary, starts PostgreSQL")
+	}
+	url := pgtest.Start(t).NewDatabase(t)
+	dir, _ := buildtest.Plugins(t, taskPlugins...)
+	repo := filepath.Join(t.TempDir(), "app")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	dataA, dataB := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+	board, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: dataA, Store: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := board.CreateProject(ctx, "shared", []plughost.RepoSpec{{Path: repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	board.Close()
+
+	hostA := startHost(t, "--plugins", dir, "--data", dataA, "--store", url)
+	hostB := startHost(t, "--plugins", dir, "--data", dataB, "--store", url)
+
+	var projects tasks.ProjectsOut
+	if env := hostB.call(t, "list_projects", map[string]any{}, &projects); env != nil {
+		t.Fatalf("list_projects on B: %+v", env)
+	}
+	if len(projects.Projects) != 1 || projects.Projects[0].ProjectID != project.ID {
+		t.Fatalf("B lists %+v, want the project A's board made", projects)
+	}
+
+	// Exactly once across hosts.
+	var wg sync.WaitGroup
+	ids := make([]string, 20)
+	for i := range ids {
+		h := hostA
+		if i%2 == 1 {
+			h = hostB
+		}
+		wg.Go(func() {
+			args := map[string]any{"project_id": project.ID, "title": "Once", "request_id": "shared-key-1"}
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				var task tasks.Task
+				env := h.call(t, "create_task", args, &task)
+				if env == nil {
+					ids[i] = task.TaskID
+					return
+				}
+				if !env.Retryable || time.Now().After(deadline) {
+					t.Errorf("create_task %d: %+v", i, env)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if id == "" || id != ids[0] {
+			t.Fatalf("create_task answers differ: %d is %q, 0 is %q", i, id, ids[0])
+		}
+	}
+	var list tasks.TasksOut
+	if env := hostB.call(t, "list_tasks", map[string]any{"project_id": project.ID}, &list); env != nil || list.Count != 1 {
+		t.Fatalf("list_tasks after 20 keyed creates: %+v %+v", list, env)
+	}
+
+	// An attempt on A, stopped through B.
+	start := func(title string) tasks.StartOut {
+		t.Helper()
+		var task tasks.Task
+		if env := hostA.call(t, "create_task", map[string]any{"project_id": project.ID, "title": title,
+			"description": "echo started; sleep 600"}, &task); env != nil {
+			t.Fatalf("create_task: %+v", env)
+		}
+		var started tasks.StartOut
+		if env := hostA.call(t, "start_task_attempt", map[string]any{"task_id": task.TaskID, "executor": "SHELL"}, &started); env != nil {
+			t.Fatalf("start_task_attempt on A: %+v", env)
+		}
+		waitState(t, hostB, started.AttemptID, tasks.StateRunning, 30*time.Second)
+		return started
+	}
+	first := start("Stopped through B")
+	var stopped tasks.StopOut
+	if env := hostB.call(t, "stop_attempt", map[string]any{"attempt_id": first.AttemptID, "force": true}, &stopped); env != nil {
+		t.Fatalf("stop_attempt through B: %+v", env)
+	}
+	if len(stopped.Stopped) == 0 || stopped.State != tasks.StateFailed {
+		t.Fatalf("stop through B = %+v", stopped)
+	}
+	// It was A that stopped it: B queued the stop for A's host.
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var forwarded int
+	if err := db.QueryRow(`SELECT count(*) FROM host_commands WHERE op = 'stop_attempt' AND state = 'done' AND error = ''`).Scan(&forwarded); err != nil || forwarded != 1 {
+		t.Fatalf("forwarded stops done: %d (%v), want 1", forwarded, err)
+	}
+
+	// B's review queue measures A's attempt on A.
+	var queue tasks.ReviewQueueOut
+	if env := hostB.call(t, "review_queue", map[string]any{"project_id": project.ID}, &queue); env != nil {
+		t.Fatalf("review_queue on B: %+v", env)
+	}
+	found := false
+	for _, item := range queue.Tasks {
+		if item.AttemptID != nil && *item.AttemptID == first.AttemptID {
+			found = true
+			if item.Changes == nil || item.ChangesError != nil {
+				t.Errorf("B's review of A's attempt: changes %+v, error %v", item.Changes, item.ChangesError)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("B's review queue lacks A's stopped attempt: %+v", queue)
+	}
+
+	// Host A dies; B marks its attempt killed.
+	second := start("Orphaned")
+	if err := hostA.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	waitState(t, hostB, second.AttemptID, tasks.StateFailed, 30*time.Second)
+	t.Logf("B marked A's attempt after %v", time.Since(killedAt).Round(time.Millisecond))
+}
+
+// waitState polls get_attempt_status on h until the attempt is in state.
+func waitState(t *testing.T, h *hostProc, attemptID, state string, within time.Duration) tasks.StatusOut {
+	t.Helper()
+	var status tasks.StatusOut
+	deadline := time.Now().Add(within)
+	for {
+		if env := h.call(t, "get_attempt_status", map[string]any{"attempt_id": attemptID}, &status); env != nil {
+			t.Fatalf("get_attempt_status: %+v", env)
+		}
+		if status.State == state {
+			return status
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempt %s is %s after %v, want %s", attemptID, status.State, within, state)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

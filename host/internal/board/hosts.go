@@ -1,0 +1,367 @@
+package board
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/board/store"
+)
+
+// Several hosts on one store. Each host (a data directory: its worktrees
+// and git dirs are local to it) has an id kept in DATA/host-id; each
+// process serving it holds a lease in the store (its owner string,
+// renewed every hostHeartbeat). An attempt records the host that created
+// its worktree: operations that need the worktree or the processes —
+// stop, follow-up, changes, patch, file, approve, request changes — run
+// there. A call that reaches another host is queued through the store
+// (host_commands) for a live process of the attempt's host, which runs it
+// and writes the answer back; the caller's host waits for it within the
+// call's deadline. Queuing through the store needs no listener, address or
+// credential between hosts, and works wherever the store is reachable
+// (docs/DECISIONS.md). Every host sweeps: a running process whose owner
+// is gone (its pid is dead on this machine, or, on another machine, its
+// lease is older than hostLeaseTTL) is marked killed.
+
+const (
+	// hostHeartbeat is how often a host renews its lease and sweeps.
+	hostHeartbeat = 5 * time.Second
+	// hostLeaseTTL is the age past which another machine's lease is dead:
+	// its processes are marked killed at the next sweep (within
+	// hostLeaseTTL + hostHeartbeat of its last heartbeat).
+	hostLeaseTTL = 20 * time.Second
+	// commandPoll is how often a host looks for commands queued for it
+	// and a forwarding caller for their answer.
+	commandPoll = 50 * time.Millisecond
+)
+
+// hostIDFile holds a data directory's host id.
+const hostIDFile = "host-id"
+
+// hostIDOf returns the host id of dataDir, creating it on first use.
+func hostIDOf(dataDir string) (string, error) {
+	file := filepath.Join(dataDir, hostIDFile)
+	if b, err := os.ReadFile(file); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := "host-" + hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return "", err
+	}
+	tmp := file + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	// Link, not rename: of two processes creating it at once, one wins and
+	// the other reads the winner's id.
+	if err := os.Link(tmp, file); err != nil {
+		os.Remove(tmp)
+		if b, err := os.ReadFile(file); err == nil {
+			if id := strings.TrimSpace(string(b)); id != "" {
+				return id, nil
+			}
+		}
+		return "", fmt.Errorf("host id %s: %w", file, err)
+	}
+	os.Remove(tmp)
+	return id, nil
+}
+
+// HostID is this board's host id.
+func (b *Board) HostID() string { return b.hostID }
+
+// startHosts renews this process's lease, sweeps the processes of gone
+// hosts and runs the commands other hosts queue for this one, until
+// Close.
+func (b *Board) startHosts() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopHosts = cancel
+	b.hostsDone = make(chan struct{})
+	b.notePeers(ctx)
+	go func() {
+		defer close(b.hostsDone)
+		beat := time.NewTicker(hostHeartbeat)
+		defer beat.Stop()
+		poll := time.NewTicker(commandPoll)
+		defer poll.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-beat.C:
+				if err := b.store.HeartbeatHost(ctx, b.owner, b.hostID); err != nil && ctx.Err() == nil {
+					b.log.Warn("host lease not renewed", "err", err)
+				}
+				b.notePeers(ctx)
+				if _, err := b.sweep(ctx); err != nil && ctx.Err() == nil {
+					b.log.Warn("sweep of gone hosts' processes failed", "err", err)
+				}
+				// A command's caller waits at most its call's deadline.
+				if err := b.store.PruneHostCommands(ctx, store.FormatTime(time.Now().Add(-time.Hour))); err != nil && ctx.Err() == nil {
+					b.log.Warn("old host commands not pruned", "err", err)
+				}
+			case <-poll.C:
+				// Alone on the store, nobody queues commands for this
+				// host: no need to ask 20 times a second.
+				if b.peers.Load() {
+					b.runCommands(ctx)
+				}
+			}
+		}
+	}()
+}
+
+// notePeers records whether another process holds a fresh lease: only
+// then are commands polled for (a host that joins is noticed within a
+// heartbeat, well inside a forwarded call's deadline).
+func (b *Board) notePeers(ctx context.Context) {
+	live, err := b.liveOwners(ctx)
+	if err != nil {
+		return
+	}
+	others := false
+	for owner := range live {
+		if owner != b.owner {
+			others = true
+		}
+	}
+	b.peers.Store(others)
+}
+
+// liveOwners returns the owners whose lease is fresh.
+func (b *Board) liveOwners(ctx context.Context) (map[string]string, error) {
+	return b.store.LiveHosts(ctx, store.FormatTime(time.Now().Add(-hostLeaseTTL)))
+}
+
+// ownerGone reports whether the process that owns a record is gone: on
+// this machine its pid tells for sure; another machine's owner is gone
+// when its lease has lapsed.
+func (b *Board) ownerGone(owner string, live map[string]string) bool {
+	if owner == b.owner || ownerAlive(owner) {
+		return false
+	}
+	if sameMachine(owner, b.owner) {
+		return true
+	}
+	_, ok := live[owner]
+	return !ok
+}
+
+// sameMachine reports whether two owners ("pid/boot/starttime") ran under
+// one boot of one machine, where a pid check is authoritative.
+func sameMachine(a, b string) bool {
+	boot := func(o string) string {
+		parts := strings.SplitN(o, "/", 3)
+		if len(parts) < 3 {
+			return ""
+		}
+		return parts[1]
+	}
+	return boot(a) != "" && boot(a) == boot(b)
+}
+
+// hostAlive reports whether some process serving hostID holds a fresh
+// lease.
+func hostAlive(live map[string]string, hostID string) bool {
+	for _, h := range live {
+		if h == hostID {
+			return true
+		}
+	}
+	return false
+}
+
+// Forwarded operations: what runs on the attempt's host.
+const (
+	opStop           = "stop_attempt"
+	opFollowUp       = "follow_up"
+	opChanges        = "get_attempt_changes"
+	opPatch          = "get_attempt_patch"
+	opFile           = "get_attempt_file"
+	opApprove        = "approve_attempt"
+	opRequestChanges = "request_changes"
+)
+
+// remoteHost returns the host that holds the attempt's worktree when it is
+// not this one ("" when it is this one, or the attempt predates hosts).
+func (b *Board) remoteHost(ctx context.Context, at store.Attempt) string {
+	if _, forwarded := forwardedFrom(ctx); forwarded || at.HostID == "" || at.HostID == b.hostID {
+		return ""
+	}
+	return at.HostID
+}
+
+// remoteAttempt is remoteHost for an attempt known by id.
+func (b *Board) remoteAttempt(ctx context.Context, attemptID string) string {
+	at, err := b.store.GetAttempt(ctx, attemptID)
+	if err != nil {
+		return ""
+	}
+	return b.remoteHost(ctx, at)
+}
+
+// forwardedKey marks the context of a command run for another host: it
+// runs here whatever the attempt's record says.
+type forwardedKey struct{}
+
+func forwardedFrom(ctx context.Context) (string, bool) {
+	from, ok := ctx.Value(forwardedKey{}).(string)
+	return from, ok
+}
+
+// forward runs op with args on hostID and decodes its answer into out.
+func (b *Board) forward(ctx context.Context, hostID, op string, args, out any) error {
+	live, err := b.liveOwners(ctx)
+	if err != nil {
+		return fmt.Errorf("board: forward %s: %w", op, err)
+	}
+	if !hostAlive(live, hostID) {
+		env := abi.NewEnvelope(abi.CodeUnavailable,
+			fmt.Sprintf("the attempt's worktree is on host %s, which is not running", hostID),
+			"start plugboard on that host (its data directory holds the attempt), then call again")
+		env.Retryable = true
+		env.Details = map[string]any{"host_id": hostID}
+		return env
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	id := store.NewID()
+	if err := b.store.EnqueueHostCommand(ctx, store.HostCommand{ID: id, HostID: hostID, Op: op, Args: string(raw), From: b.hostID}); err != nil {
+		return fmt.Errorf("board: forward %s: %w", op, err)
+	}
+	t := time.NewTicker(commandPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = b.store.CancelHostCommand(context.WithoutCancel(ctx), id)
+			env := abi.NewEnvelope(abi.CodeUnavailable,
+				fmt.Sprintf("host %s did not answer %s in time: %v", hostID, op, ctx.Err()),
+				"call again; if it keeps failing, check that host's plugboard log")
+			env.Retryable = true
+			return env
+		case <-t.C:
+		}
+		c, err := b.store.GetHostCommand(ctx, id)
+		if err != nil {
+			return fmt.Errorf("board: forward %s: %w", op, err)
+		}
+		if c.State != store.HostCommandDone {
+			continue
+		}
+		if c.Error != "" {
+			var env abi.Envelope
+			if json.Unmarshal([]byte(c.Error), &env) == nil && env.Code != "" {
+				return &env
+			}
+			return errors.New(c.Error)
+		}
+		return json.Unmarshal([]byte(c.Result), out)
+	}
+}
+
+// runCommands runs the commands queued for this host.
+func (b *Board) runCommands(ctx context.Context) {
+	cmds, err := b.store.ClaimHostCommands(ctx, b.hostID, b.owner, 8)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn("host commands not read", "err", err)
+		}
+		return
+	}
+	for _, c := range cmds {
+		b.chains.Add(1)
+		b.pending.Add(1)
+		go func() {
+			defer b.chains.Done()
+			defer b.pending.Add(-1)
+			result, errText := b.runCommand(ctx, c)
+			if err := b.store.FinishHostCommand(context.WithoutCancel(ctx), c.ID, result, errText); err != nil {
+				b.log.Warn("host command answer not written", "op", c.Op, "err", err)
+			}
+		}()
+	}
+}
+
+// runCommand runs one forwarded operation and returns its answer or its
+// error, as JSON.
+func (b *Board) runCommand(ctx context.Context, c store.HostCommand) (result, errText string) {
+	ctx = context.WithValue(ctx, forwardedKey{}, c.From)
+	var out any
+	var err error
+	decode := func(v any) bool {
+		if e := json.Unmarshal([]byte(c.Args), v); e != nil {
+			err = fmt.Errorf("bad arguments for %s: %w", c.Op, e)
+			return false
+		}
+		return true
+	}
+	switch c.Op {
+	case opStop:
+		var a StopArgs
+		if decode(&a) {
+			out, err = b.StopAttempt(ctx, a)
+		}
+	case opFollowUp:
+		var a FollowUpArgs
+		if decode(&a) {
+			out, err = b.FollowUp(ctx, a)
+		}
+	case opChanges:
+		var a ChangesArgs
+		if decode(&a) {
+			out, err = b.GetAttemptChanges(ctx, a)
+		}
+	case opPatch:
+		var a PatchArgs
+		if decode(&a) {
+			out, err = b.GetAttemptPatch(ctx, a)
+		}
+	case opFile:
+		var a FileArgs
+		if decode(&a) {
+			out, err = b.GetAttemptFile(ctx, a)
+		}
+	case opApprove:
+		var a ApproveArgs
+		if decode(&a) {
+			out, err = b.ApproveAttempt(ctx, a)
+		}
+	case opRequestChanges:
+		var a RequestChangesArgs
+		if decode(&a) {
+			out, err = b.RequestChanges(ctx, a)
+		}
+	default:
+		err = fmt.Errorf("unknown host command %q", c.Op)
+	}
+	if err != nil {
+		var env *abi.Envelope
+		if errors.As(err, &env) {
+			raw, _ := json.Marshal(env)
+			return "", string(raw)
+		}
+		return "", err.Error()
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return "", err.Error()
+	}
+	return string(raw), ""
+}

@@ -1,0 +1,89 @@
+package mail
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/board/store"
+)
+
+// notices records MailArrived calls.
+type notices struct {
+	mu  sync.Mutex
+	got []Notice
+	to  []string
+}
+
+func (n *notices) MailArrived(_ context.Context, to string, m Notice) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.got, n.to = append(n.got, m), append(n.to, to)
+}
+
+func (n *notices) ids() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, m := range n.got {
+		out = append(out, m.MailID)
+	}
+	return out
+}
+
+// TestWatchNotifiesMailOfOtherHosts: two hosts' mail services over one
+// store; mail sent through A reaches B's notifier through Watch, once;
+// mail that was there before B watched is not announced, nor is B's own
+// mail announced twice.
+func TestWatchNotifiesMailOfOtherHosts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "board.db")
+	open := func() *store.Store {
+		st, err := store.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a := New(Static(open()), Options{})
+	heardB := &notices{}
+	b := New(Static(open()), Options{Notifier: heardB})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	caller := &abi.Caller{ID: "alice", Role: "WORKER"}
+
+	old, err := a.Send(ctx, caller, SendArgs{ToAgentID: "bob", Subject: "before", Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); b.Watch(ctx) }()
+	time.Sleep(100 * time.Millisecond) // B's first poll records what exists
+
+	sentA, err := a.Send(ctx, caller, SendArgs{ToAgentID: "bob", Subject: "through A", Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentB, err := b.Send(ctx, caller, SendArgs{ToAgentID: "bob", Subject: "through B", Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(heardB.ids()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(2 * watchEvery) // a second poll must not announce again
+	got := heardB.ids()
+	count := map[string]int{}
+	for _, id := range got {
+		count[id]++
+	}
+	if count[sentA.MailID] != 1 || count[sentB.MailID] != 1 || count[old.MailID] != 0 || len(got) != 2 {
+		t.Errorf("B heard %v; want A's %s and its own %s once each, not the old %s", got, sentA.MailID, sentB.MailID, old.MailID)
+	}
+	cancel()
+	<-done
+}
