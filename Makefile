@@ -13,7 +13,8 @@
 #
 # Go and git are needed (Go modules come through the module proxy); make test and
 # make conformance-mcp also need npm, which installs pinned Node.js packages into .cache/;
-# make test installs Debian's postgresql for the PostgreSQL tests when it can (build/install-postgresql.sh).
+# make test installs Debian's postgresql for the PostgreSQL tests and chromium for the dashboard's
+# browser tests when it can (build/install-postgresql.sh, build/install-chromium.sh).
 
 GO        ?= go
 GOROOT_BIN := $(shell $(GO) env GOROOT)/bin
@@ -45,7 +46,8 @@ WASM    := $(PLUGINS:%=dist/plugins/%.wasm)
 # gosrc lists the non-test .go files under the given directories.
 gosrc = $(shell find $(1) -name '*.go' ! -name '*_test.go' 2>/dev/null)
 
-HOST_SRC  := $(filter-out build/buildtest/%,$(call gosrc,cmd host abi build conformance)) go.mod go.sum abi/go.mod
+HOST_SRC  := $(filter-out build/buildtest/%,$(call gosrc,cmd host abi build conformance)) go.mod go.sum abi/go.mod \
+             $(shell find host/internal/dashboard/assets -type f 2>/dev/null)
 GUEST_SRC := $(call gosrc,sdk-guest abi) go.mod go.sum abi/go.mod sdk-guest/go.mod sdk-guest/go.sum
 
 # Guest packages of the root module, also checked for wasip1, where their ABI
@@ -58,7 +60,7 @@ GUEST_MODS := $(filter abi sdk-guest,$(MODS))
 # wasip1 when GOOS=wasip1 is set for the guest pass.
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build test bench demo lint clean conformance-mcp postgres
+.PHONY: all build test bench demo lint clean conformance-mcp postgres browser
 
 all: build
 
@@ -75,7 +77,7 @@ dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $
 
 # The tests build their own artifacts (build/buildtest), so they pass without
 # `make build` too; building first catches a broken plugin with a clear error.
-test: build postgres
+test: build postgres browser
 	$(GO) test -timeout 20m $(TESTFLAGS) $(PKGS)
 	$(GO) vet $(PKGS)
 	@# sdk-guest/sdktest runs its plugin through plugboard: this one.
@@ -89,6 +91,12 @@ test: build postgres
 # skip, unless PLUGBOARD_REQUIRE_POSTGRES=1 (CI sets it).
 postgres:
 	@bash build/install-postgresql.sh || { [ -z "$${PLUGBOARD_REQUIRE_POSTGRES:-}" ] && echo "==> PostgreSQL not installed: its tests skip"; }
+
+# The browser tests (build/browsertest) drive Debian's chromium headless:
+# installed here when missing (as root, with apt-get). Without it they
+# skip, unless PLUGBOARD_REQUIRE_BROWSER=1 (CI sets it).
+browser:
+	@bash build/install-chromium.sh || { [ -z "$${PLUGBOARD_REQUIRE_BROWSER:-}" ] && echo "==> Chromium not installed: the browser tests skip"; }
 
 bench:
 	@mkdir -p dist

@@ -36,10 +36,13 @@ type HTTPOptions struct {
 	// default, negative none (ReadTimeout must not be negative).
 	ReadTimeout, SessionIdle time.Duration
 	MaxSessions              int
+	// NoDashboard leaves the web dashboard out: "/" is then a 404 like
+	// any other path but the MCP endpoints.
+	NoDashboard bool
 }
 
 // ServeHTTP serves MCP over streamable HTTP at MCPPath (and the REST
-// route) on ln until ctx ends, then lets requests in flight finish within
+// route, and the web dashboard at "/") on ln until ctx ends, then lets requests in flight finish within
 // ShutdownGrace. A loopback listener gets DNS-rebinding protection.
 func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
 	tcp, ok := ln.Addr().(*net.TCPAddr)
@@ -57,6 +60,9 @@ func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions)
 	}
 	if len(opts.Tokens) > 0 {
 		hopts.Authenticate = mcpserver.Tokens(opts.Tokens)
+	}
+	if !opts.NoDashboard {
+		hopts.Dashboard = h.dashboardFor(opts, mopts)
 	}
 	return mcpserver.NewHTTP(h.server(mopts), hopts).Serve(ctx, ln)
 }

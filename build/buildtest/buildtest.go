@@ -127,7 +127,8 @@ func cachedPlugin(root, cache, src string) (string, error) {
 }
 
 // sourceHash hashes the root go.mod and go.sum and every .go, go.mod and
-// go.sum file under the given directories (relative to root): abi and
+// go.sum file, and every file under an assets directory (embedded), under
+// the given directories (relative to root): abi and
 // sdk-guest are modules of their own, whose go.mod and go.sum choose what a
 // plugin links.
 func sourceHash(root string, dirs ...string) (string, error) {
@@ -138,7 +139,9 @@ func sourceHash(root string, dirs ...string) (string, error) {
 				return err
 			}
 			name := e.Name()
-			if !e.IsDir() && (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") || name == "go.mod" || name == "go.sum") {
+			// Embedded assets (the dashboard's pages) are sources too.
+			asset := strings.Contains(filepath.ToSlash(p), "/assets/")
+			if !e.IsDir() && (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") || name == "go.mod" || name == "go.sum" || asset) {
 				files = append(files, p)
 			}
 			return nil

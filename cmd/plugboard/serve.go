@@ -102,6 +102,7 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	// One parseable line: tests and scripts read the URL (and so the port
 	// chosen for ADDR:0) from it.
 	fmt.Fprintf(stderr, "plugboard: serving MCP over HTTP at http://%s%s\n", ln.Addr(), plughost.MCPPath)
+	fmt.Fprintf(stderr, "plugboard: dashboard at http://%s/\n", ln.Addr())
 	return h.ServeHTTP(ctx, ln, httpOpts)
 }
 

@@ -115,6 +115,14 @@ type HTTPOptions struct {
 	// MaxSessions caps the sessions of one identity (default
 	// DefaultMaxSessions; negative: no cap). See sessionLimiter.
 	MaxSessions int
+	// Dashboard, when set, serves "/" and the paths Dashboard.Handles
+	// (host/internal/dashboard) behind the same loopback and request
+	// guards; it authenticates its own requests (a session cookie from a
+	// login with a bearer token), so the bearer check does not apply.
+	Dashboard interface {
+		http.Handler
+		Handles(path string) bool
+	}
 }
 
 // Defaults of HTTPOptions.
@@ -213,6 +221,16 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 	var next http.Handler = mux
 	if opts.Authenticate != nil {
 		authed := RequireBearer(opts.Authenticate, mux)
+		if opts.Dashboard != nil {
+			bearer := authed
+			authed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if opts.Dashboard.Handles(r.URL.Path) {
+					opts.Dashboard.ServeHTTP(w, r)
+					return
+				}
+				bearer.ServeHTTP(w, r)
+			})
+		}
 		if opts.Loopback {
 			// A local liveness probe needs no secret; elsewhere the health
 			// endpoint would only tell scanners a server is here.
@@ -226,6 +244,16 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 		} else {
 			next = authed
 		}
+	}
+	if opts.Authenticate == nil && opts.Dashboard != nil {
+		open := next
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if opts.Dashboard.Handles(r.URL.Path) {
+				opts.Dashboard.ServeHTTP(w, r)
+				return
+			}
+			open.ServeHTTP(w, r)
+		})
 	}
 	next = h.track(next)
 	next = RequestGuard(next)

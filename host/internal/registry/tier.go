@@ -77,3 +77,15 @@ func (p *Plugin) closeTier(ctx context.Context) {
 		_ = p.tier.rt.Close(ctx)
 	}
 }
+
+// Granted returns the capabilities the plugin was granted.
+func (p *Plugin) Granted() []string { return append([]string(nil), p.granted...) }
+
+// State reports whether the plugin has been compiled, whether its compiled
+// module is loaded now, and how many instances wait idle.
+func (p *Plugin) State() (compiled, loaded bool, idle int) {
+	if !p.compiled.Load() || p.rt == nil {
+		return p.compiled.Load(), false, 0
+	}
+	return true, p.rt.Loaded(), p.rt.IdleInstances()
+}

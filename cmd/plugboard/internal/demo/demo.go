@@ -238,6 +238,11 @@ func (d *demo) run(ctx context.Context) (err error) {
 			if d.attemptID != "" {
 				d.printf("  %s attempt logs %s --data %s --limit 100\n", pb, d.attemptID, d.data)
 			}
+			var plugins string
+			for _, dir := range d.pluginDirs {
+				plugins += " --plugins " + dir
+			}
+			d.printf("  %s serve --http 127.0.0.1:8080%s --data %s    # then open the dashboard, http://127.0.0.1:8080/\n", pb, plugins, d.data)
 			d.printf("  rm -rf %s    # when done\n", d.root)
 			return
 		}

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plugboard/plugboard/build/browsertest"
+	"github.com/plugboard/plugboard/build/buildtest"
+	plughost "github.com/plugboard/plugboard/host"
+)
+
+// The dashboard's tests drive the real page in headless Chromium against
+// `plugboard serve --http`, the board in a real SQLite file, real git and
+// real SHELL attempts. With PLUGBOARD_UPDATE_SCREENSHOTS=1 they write the
+// README's screenshots into docs/screenshots; otherwise into a temporary
+// directory.
+
+// screenshotDir is where the tests' screenshots go.
+func screenshotDir(t *testing.T) string {
+	if os.Getenv("PLUGBOARD_UPDATE_SCREENSHOTS") != "" {
+		return filepath.Join("..", "..", "docs", "screenshots")
+	}
+	return t.TempDir()
+}
+
+// dashboardBoard makes a git repository and a board with project "demo"
+// over it.
+func dashboardBoard(t *testing.T) (data, repo string) {
+	t.Helper()
+	repo = filepath.Join(t.TempDir(), "app")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial")
+	data = t.TempDir()
+	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateProject(context.Background(), "demo", []plughost.RepoSpec{{Path: repo}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	return data, repo
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// TestDashboardInBrowser walks the dashboard as a person on the operator's
+// machine (loopback, no token): the board shows the project and a task
+// made on the page; an attempt's log grows on screen while its SHELL run
+// prints; approve from the review page merges into the repository; a
+// refused request-changes shows the envelope's hint, a proper one queues
+// the feedback; the decision log, inbox and plugins views show; the page is
+// keyboard reachable, fits a phone, and logs no error.
+func TestDashboardInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary, starts Chromium")
+	}
+	browsertest.Installed(t)
+	plugins, _ := buildtest.Plugins(t, append(append([]string{}, taskPlugins...), "plugins/agents")...)
+	data, repo := dashboardBoard(t)
+	srv := launchHTTP(t, httpEnv(), []string{"serve", "--http", "127.0.0.1:0", "--plugins", plugins, "--data", data})
+	base := "http://" + srv.addr + "/"
+	shots := screenshotDir(t)
+	browser := browsertest.Start(t)
+	p := browser.Page(t)
+	p.SetTimeout(60 * time.Second)
+
+	p.Go(base)
+	p.WaitVisible("#board")
+	// Keyboard: the first Tab reaches the skip link.
+	p.Press("Tab")
+	if !p.HasFocus("a.skip") {
+		t.Error("the first Tab does not reach the skip link")
+	}
+
+	// A task made on the page lands in todo.
+	script := "for i in 1 2 3 4 5 6; do echo line-$i; sleep 1; done; echo hello > hello.txt"
+	p.Type("#new-title", "Write hello")
+	p.Type("#new-description", script)
+	p.Click("#create-task button[type=submit]")
+	p.WaitText(`section[data-status="todo"]`, "Write hello")
+	p.Screenshot(filepath.Join(shots, "board.png"))
+
+	// Its attempt's log grows on screen while the run prints.
+	p.Click(`section[data-status="todo"] a.task`)
+	p.WaitVisible("#start-attempt")
+	p.Eval(`document.getElementById("executor").value = "SHELL"`, nil)
+	p.Click("#start-attempt button[type=submit]")
+	p.WaitText("#log", "line-1")
+	var early int
+	p.Eval(`document.querySelectorAll("#log .e").length`, &early)
+	p.WaitText("#log", "line-5")
+	var later int
+	p.Eval(`document.querySelectorAll("#log .e").length`, &later)
+	if later <= early {
+		t.Errorf("the log did not grow on screen: %d entries, then %d", early, later)
+	}
+	p.Screenshot(filepath.Join(shots, "attempt.png"))
+	p.WaitText("#state", "completed")
+	p.WaitText("#changes", "hello.txt")
+
+	// Review: approve merges into the repository.
+	p.Go(base + "#/review")
+	p.WaitVisible("[data-approve]")
+	p.Screenshot(filepath.Join(shots, "review.png"))
+	p.Click("[data-approve]")
+	p.WaitText("main", "Approved and merged")
+	if out := git(t, repo, "show", "main:hello.txt"); strings.TrimSpace(out) != "hello" {
+		t.Errorf("after approve, main:hello.txt = %q", out)
+	}
+
+	// A second task to send back: refused without feedback (the hint
+	// shows), then queued with it.
+	p.Go(base)
+	p.WaitVisible("#board")
+	p.Type("#new-title", "Second")
+	p.Type("#new-description", "echo second > second.txt")
+	p.Click("#create-task button[type=submit]")
+	p.WaitText(`section[data-status="todo"]`, "Second")
+	p.Click(`section[data-status="todo"] a.task`)
+	p.WaitVisible("#start-attempt")
+	p.Eval(`document.getElementById("executor").value = "SHELL"`, nil)
+	p.Click("#start-attempt button[type=submit]")
+	p.WaitText("#state", "completed")
+	p.Go(base + "#/review")
+	p.WaitVisible("[data-request-changes]")
+	var sentBack string
+	p.Eval(`document.querySelector("[data-request-changes]").dataset.requestChanges`, &sentBack)
+	p.Click("[data-request-changes]")
+	p.WaitText("#alert", "Hint:")
+	if alert := p.Text("#alert"); !strings.Contains(alert, "feedback") {
+		t.Errorf("the refused request shows %q, want its hint about feedback", alert)
+	}
+	p.Type(`textarea[id^="feedback-"]`, "echo again >> second.txt")
+	p.Click("[data-request-changes]")
+	p.WaitText("main", "Feedback sent")
+	p.Go(base + "#/attempt/" + sentBack)
+	p.Click("#transcript-section summary")
+	p.WaitText("#transcript", "echo again")
+	p.WaitText("#changes", "+2")
+
+	// The operator's views.
+	p.Go(base + "#/decisions")
+	p.WaitText("#decisions", "create_task")
+	p.Screenshot(filepath.Join(shots, "decisions.png"))
+	// Filtered by time: nothing finished in the future.
+	p.Eval(`document.getElementById("f-since").value = "2099-01-01T00:00"`, nil)
+	p.Click("#decision-filter button[type=submit]")
+	for deadline := time.Now().Add(15 * time.Second); p.Count("#decisions tbody tr") != 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the decision log filtered to the future still lists %d rows", p.Count("#decisions tbody tr"))
+		}
+	}
+	p.Go(base + "#/plugins")
+	p.WaitText("main", "tasks-read")
+	p.Screenshot(filepath.Join(shots, "plugins.png"))
+	p.Go(base + "#/inbox")
+	p.WaitText("main", "Inbox")
+
+	if errs := p.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors: %v", errs)
+	}
+
+	// At phone width the board is one column, still usable.
+	phone := browsertest.Start(t, browsertest.Phone()).Page(t)
+	phone.Go(base)
+	phone.WaitText(`section[data-status="done"]`, "Write hello")
+	var overflow bool
+	phone.Eval(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow)
+	if overflow {
+		t.Error("the board scrolls sideways at phone width")
+	}
+	phone.Screenshot(filepath.Join(shots, "board-phone.png"))
+}
+
+// TestDashboardLoginOffLoopback: off loopback the page asks for a token;
+// a wrong one is refused with a hint, the right one opens the board with a
+// session cookie the page's script cannot read.
+func TestDashboardLoginOffLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary, starts Chromium")
+	}
+	browsertest.Installed(t)
+	plugins, _ := buildtest.Plugins(t, taskPlugins...)
+	data, _ := dashboardBoard(t)
+	token := strings.Repeat("d4sh", 10)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte(token), 0o600)
+	srv := launchHTTP(t, httpEnv(), []string{"serve", "--http", "0.0.0.0:0", "--http-token-file", tokenFile, "--plugins", plugins, "--data", data})
+	port := srv.addr[strings.LastIndex(srv.addr, ":"):]
+	base := "http://127.0.0.1" + port + "/"
+	p := browsertest.Start(t).Page(t)
+
+	p.Go(base)
+	p.WaitVisible("#login")
+	p.Screenshot(filepath.Join(screenshotDir(t), "login.png"))
+	if p.Count("#board") != 0 {
+		t.Fatal("the board shows before signing in")
+	}
+	p.Type("#token", "not-the-token")
+	p.Click("#login button[type=submit]")
+	p.WaitText("#alert", "not valid")
+	p.Eval(`document.getElementById("token").value = ""`, nil)
+	p.Type("#token", token)
+	p.Click("#login button[type=submit]")
+	p.WaitVisible("#board")
+	var cookies string
+	p.Eval(`document.cookie`, &cookies)
+	if strings.Contains(cookies, "plugboard_session") {
+		t.Errorf("the session cookie is readable by the page's script: %q", cookies)
+	}
+	p.Click("#logout")
+	p.WaitVisible("#login")
+}
+
+// TestDashboardAttacks attacks the dashboard of the real binary as a web
+// page on the same machine would: through a rebound host name, from
+// another origin, and without the page's CSRF token. Each is refused and
+// the board is unchanged; the page's own request goes through.
+func TestDashboardAttacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary")
+	}
+	plugins, _ := buildtest.Plugins(t, taskPlugins...)
+	data, _ := dashboardBoard(t)
+	srv := launchHTTP(t, httpEnv(), []string{"serve", "--http", "127.0.0.1:0", "--plugins", plugins, "--data", data})
+	base := "http://" + srv.addr
+	send := func(method, path, body string, header map[string]string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	port := srv.addr[strings.LastIndex(srv.addr, ":"):]
+	if code, _ := send("GET", "/", "", map[string]string{"Host": "evil.example" + port}); code != http.StatusForbidden {
+		t.Errorf("the page through a rebound name: %d, want 403", code)
+	}
+	code, body := send("GET", "/ui/api/me", "", nil)
+	var me struct{ CSRF string }
+	if code != 200 || json.Unmarshal([]byte(body), &me) != nil || me.CSRF == "" {
+		t.Fatalf("me: %d %s", code, body)
+	}
+	var projects struct {
+		Result struct {
+			Projects []struct {
+				ProjectID string `json:"project_id"`
+			} `json:"projects"`
+		} `json:"result"`
+	}
+	code, body = send("POST", "/ui/api/call", `{"tool":"list_projects"}`, map[string]string{"X-Plugboard-CSRF": me.CSRF})
+	if code != 200 || json.Unmarshal([]byte(body), &projects) != nil || len(projects.Result.Projects) != 1 {
+		t.Fatalf("list_projects: %d %s", code, body)
+	}
+	create := `{"tool":"create_task","arguments":{"project_id":"` + projects.Result.Projects[0].ProjectID + `","title":"planted"}}`
+	for _, attack := range []struct {
+		name   string
+		header map[string]string
+		ctype  string
+	}{
+		{"another origin", map[string]string{"Origin": "http://evil.example", "X-Plugboard-CSRF": me.CSRF}, ""},
+		{"no CSRF token", nil, ""},
+		{"a wrong CSRF token", map[string]string{"X-Plugboard-CSRF": "guess"}, ""},
+		{"a form post", map[string]string{"X-Plugboard-CSRF": me.CSRF}, "application/x-www-form-urlencoded"},
+	} {
+		h := map[string]string{}
+		for k, v := range attack.header {
+			h[k] = v
+		}
+		if attack.ctype != "" {
+			h["Content-Type"] = attack.ctype
+		}
+		if code, body := send("POST", "/ui/api/call", create, h); code < 400 {
+			t.Errorf("%s: %d %s, want refused", attack.name, code, body)
+		}
+	}
+	code, body = send("POST", "/ui/api/call", `{"tool":"list_tasks","arguments":{"project_id":"`+projects.Result.Projects[0].ProjectID+`"}}`,
+		map[string]string{"X-Plugboard-CSRF": me.CSRF})
+	if code != 200 || strings.Contains(body, "planted") {
+		t.Errorf("after the attacks the board holds: %d %s", code, body)
+	}
+}

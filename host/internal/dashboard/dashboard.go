@@ -1,0 +1,380 @@
+// Package dashboard owns the web dashboard `plugboard serve --http` serves at
+// "/" on the MCP listener: its embedded pages (no CDN, works offline), the
+// login that turns a bearer token into a session cookie, the CSRF check of
+// every state-changing request, and the small JSON API the pages use. Every
+// board action goes through the dispatcher like an MCP call (policy,
+// validation, request_id, decision log) as the signed-in identity; the
+// operator's reads (decision log, human inbox, plugins) are open only to the
+// local identity and SUPERVISORs.
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/policy"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Paths the dashboard serves on the MCP listener.
+const (
+	// Prefix holds the assets and the API; "/" is the page itself.
+	Prefix  = "/ui/"
+	apiPath = Prefix + "api/"
+	// CookieName is the session cookie; CSRFHeader carries the session's
+	// CSRF token on every state-changing request.
+	CookieName = "plugboard_session"
+	CSRFHeader = "X-Plugboard-CSRF"
+)
+
+// Limits of sessions and bodies.
+const (
+	sessionIdle = 12 * time.Hour
+	maxSessions = 256
+	maxBody     = 1 << 20
+)
+
+// Options configures New.
+type Options struct {
+	// Authenticate maps a bearer token to its identity (false: refused).
+	// Nil means the listener needs no token (loopback without one): the
+	// page opens as Local at once.
+	Authenticate func(token string) (identity string, ok bool)
+	// Local is the operator's identity, used without Authenticate.
+	Local *abi.Caller
+	// Callers maps an identity to its caller (role); nil answers give a
+	// caller without a role.
+	Callers func(identity string) *abi.Caller
+	// Call runs a tool through the host's pipeline as caller and returns
+	// the structured result, or the envelope.
+	Call func(ctx context.Context, caller *abi.Caller, tool string, args json.RawMessage) (json.RawMessage, *abi.Envelope)
+	// Tools lists the tools caller may call (name, title, description,
+	// input schema).
+	Tools func(caller *abi.Caller) []Tool
+	// Decisions reads the decision log (operator only).
+	Decisions func(ctx context.Context, f DecisionQuery) (any, error)
+	// Inbox, ReadMail and ReplyMail serve the human inbox (operator only).
+	Inbox     func(ctx context.Context, includeRead bool) (any, error)
+	ReadMail  func(ctx context.Context, mailID string) (any, error)
+	ReplyMail func(ctx context.Context, mailID, body string) (any, error)
+	// Plugins describes the served plugins (operator only).
+	Plugins func(ctx context.Context) any
+	Logger  *slog.Logger
+}
+
+// Tool is a tool as the dashboard lists it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+// DecisionQuery filters the decision log.
+type DecisionQuery struct {
+	Agent, Tool string
+	// Since keeps rows finished at or after it (the store's time format,
+	// UTC); "" all.
+	Since string
+	Limit int
+}
+
+// Dashboard is the http.Handler of "/" and Prefix.
+type Dashboard struct {
+	opts   Options
+	static http.Handler
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	// openCSRF is the CSRF token of the page when no login is needed.
+	openCSRF string
+}
+
+type session struct {
+	identity string
+	csrf     string
+	seen     time.Time
+}
+
+// New returns the dashboard.
+func New(opts Options) *Dashboard {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return &Dashboard{opts: opts, static: http.StripPrefix(Prefix, http.FileServerFS(sub)),
+		sessions: map[string]*session{}, openCSRF: randomHex()}
+}
+
+func randomHex() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Handles reports whether path is the dashboard's.
+func (d *Dashboard) Handles(path string) bool { return path == "/" || strings.HasPrefix(path, Prefix) }
+
+// ServeHTTP implements http.Handler.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The page must not be framed by another site, nor sniffed.
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	switch {
+	case r.URL.Path == "/":
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		w.Header().Set("Cache-Control", "no-store")
+		b, _ := assets.ReadFile("assets/index.html")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(b)
+	case strings.HasPrefix(r.URL.Path, apiPath):
+		d.api(w, r, strings.TrimPrefix(r.URL.Path, apiPath))
+	default:
+		d.static.ServeHTTP(w, r)
+	}
+}
+
+// who returns the signed-in identity and its CSRF token, or "" when the
+// request has no valid session (and a login is needed).
+func (d *Dashboard) who(r *http.Request) (identity, csrf string) {
+	if d.opts.Authenticate == nil {
+		return d.opts.Local.ID, d.openCSRF
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return "", ""
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.sessions[c.Value]
+	if s == nil || time.Since(s.seen) > sessionIdle {
+		delete(d.sessions, c.Value)
+		return "", ""
+	}
+	s.seen = time.Now()
+	return s.identity, s.csrf
+}
+
+// caller is identity's caller.
+func (d *Dashboard) caller(identity string) *abi.Caller {
+	if d.opts.Local != nil && identity == d.opts.Local.ID {
+		return d.opts.Local
+	}
+	if d.opts.Callers != nil {
+		if c := d.opts.Callers(identity); c != nil {
+			return c
+		}
+	}
+	return &abi.Caller{ID: identity}
+}
+
+// operator reports whether c may read what only the operator reads.
+func (d *Dashboard) operator(c *abi.Caller) bool {
+	return (d.opts.Local != nil && c.ID == d.opts.Local.ID) || c.Role == policy.Supervisor
+}
+
+func (d *Dashboard) api(w http.ResponseWriter, r *http.Request, name string) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	}
+	switch name {
+	case "login":
+		d.login(w, r)
+		return
+	case "me":
+		identity, csrf := d.who(r)
+		if identity == "" {
+			writeJSON(w, http.StatusOK, map[string]any{"signed_in": false, "login_required": true})
+			return
+		}
+		c := d.caller(identity)
+		writeJSON(w, http.StatusOK, map[string]any{"signed_in": true, "login_required": d.opts.Authenticate != nil,
+			"identity": c.ID, "role": c.Role, "operator": d.operator(c), "csrf": csrf})
+		return
+	}
+	identity, csrf := d.who(r)
+	if identity == "" {
+		writeEnvelope(w, http.StatusUnauthorized, abi.NewEnvelope(abi.CodePermissionDenied, "sign in first",
+			"open the dashboard and sign in with your bearer token"))
+		return
+	}
+	if r.Method != http.MethodGet {
+		// SameSite=Strict keeps the cookie off other sites' requests, the
+		// JSON content type (RequestGuard) off simple cross-site posts; the
+		// token, which only the page can read, settles it.
+		got := r.Header.Get(CSRFHeader)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(csrf)) != 1 {
+			writeEnvelope(w, http.StatusForbidden, abi.NewEnvelope(abi.CodePermissionDenied, "missing or wrong CSRF token",
+				"reload the dashboard and try again"))
+			return
+		}
+	}
+	c := d.caller(identity)
+	ctx := r.Context()
+	switch name {
+	case "logout":
+		d.logout(w, r)
+	case "tools":
+		writeJSON(w, http.StatusOK, map[string]any{"tools": d.opts.Tools(c)})
+	case "call":
+		if r.Method != http.MethodPost {
+			writeEnvelope(w, http.StatusMethodNotAllowed, abi.NewEnvelope(abi.CodeInvalidArgument, "use POST", "POST {tool, arguments}"))
+			return
+		}
+		var body struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Tool == "" {
+			writeEnvelope(w, http.StatusBadRequest, abi.NewEnvelope(abi.CodeInvalidArgument, "the body is not {tool, arguments}",
+				`send {"tool": NAME, "arguments": {...}}`))
+			return
+		}
+		if len(body.Arguments) == 0 || string(body.Arguments) == "null" {
+			body.Arguments = json.RawMessage("{}")
+		}
+		res, env := d.opts.Call(ctx, c, body.Tool, body.Arguments)
+		if env != nil {
+			writeEnvelope(w, http.StatusOK, env)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": res})
+	case "decisions", "inbox", "inbox/read", "inbox/reply", "plugins":
+		if !d.operator(c) {
+			writeEnvelope(w, http.StatusForbidden, abi.NewEnvelope(abi.CodePermissionDenied,
+				"only the operator or a SUPERVISOR may read "+name, "sign in with the operator's token"))
+			return
+		}
+		d.operatorAPI(w, r, name)
+	default:
+		writeEnvelope(w, http.StatusNotFound, abi.NewEnvelope(abi.CodeNotFound, "no dashboard API "+name, "reload the dashboard"))
+	}
+}
+
+func (d *Dashboard) operatorAPI(w http.ResponseWriter, r *http.Request, name string) {
+	ctx := r.Context()
+	var out any
+	var err error
+	switch name {
+	case "decisions":
+		q := r.URL.Query()
+		limit, _ := strconv.Atoi(q.Get("limit"))
+		if limit <= 0 || limit > 500 {
+			limit = 100
+		}
+		out, err = d.opts.Decisions(ctx, DecisionQuery{Agent: q.Get("agent"), Tool: q.Get("tool"), Since: q.Get("since"), Limit: limit})
+	case "inbox":
+		out, err = d.opts.Inbox(ctx, r.URL.Query().Get("include_read") == "true")
+	case "inbox/read", "inbox/reply":
+		var body struct {
+			MailID string `json:"mail_id"`
+			Body   string `json:"body"`
+		}
+		if e := json.NewDecoder(r.Body).Decode(&body); e != nil {
+			writeEnvelope(w, http.StatusBadRequest, abi.NewEnvelope(abi.CodeInvalidArgument, "the body is not {mail_id, body}", "reload the dashboard"))
+			return
+		}
+		if name == "inbox/read" {
+			out, err = d.opts.ReadMail(ctx, body.MailID)
+		} else {
+			out, err = d.opts.ReplyMail(ctx, body.MailID, body.Body)
+		}
+	case "plugins":
+		out = d.opts.Plugins(ctx)
+	}
+	if err != nil {
+		var env *abi.Envelope
+		if !errors.As(err, &env) {
+			env = abi.NewEnvelope(abi.CodeInternal, err.Error(), "check the host's log")
+		}
+		writeEnvelope(w, http.StatusOK, env)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": out})
+}
+
+// login checks a bearer token and sets the session cookie.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeEnvelope(w, http.StatusMethodNotAllowed, abi.NewEnvelope(abi.CodeInvalidArgument, "use POST", "POST {token}"))
+		return
+	}
+	if d.opts.Authenticate == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+		return
+	}
+	var body struct {
+		Token string `json:"token"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeEnvelope(w, http.StatusBadRequest, abi.NewEnvelope(abi.CodeInvalidArgument, "the body is not {token}", "type the bearer token"))
+		return
+	}
+	identity, ok := d.opts.Authenticate(strings.TrimSpace(body.Token))
+	if !ok {
+		// Slow guessing down a little; the token space does the rest.
+		time.Sleep(200 * time.Millisecond)
+		writeEnvelope(w, http.StatusUnauthorized, abi.NewEnvelope(abi.CodePermissionDenied, "that token is not valid",
+			"use the token plugboard serve was given (--http-token-file, $PLUGBOARD_HTTP_TOKEN) or an agent's from --agents"))
+		return
+	}
+	id := randomHex()
+	d.mu.Lock()
+	if len(d.sessions) >= maxSessions {
+		oldest, at := "", time.Now()
+		for k, s := range d.sessions {
+			if s.seen.Before(at) {
+				oldest, at = k, s.seen
+			}
+		}
+		delete(d.sessions, oldest)
+	}
+	d.sessions[id] = &session{identity: identity, csrf: randomHex(), seen: time.Now()}
+	d.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionIdle / time.Second)})
+	d.opts.Logger.Info("dashboard sign-in", "identity", identity)
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil {
+		d.mu.Lock()
+		delete(d.sessions, c.Value)
+		d.mu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeEnvelope(w http.ResponseWriter, status int, env *abi.Envelope) {
+	writeJSON(w, status, map[string]any{"ok": false, "error": env})
+}
