@@ -214,10 +214,10 @@ func (d *demo) answer(format string, args ...any) {
 	d.printf("← "+format+"\n", args...)
 	if d.slow > 0 {
 		if !d.slowNoted {
-			d.more("(%s: a plugin's first call waits for its compilation; the machine code is then cached in $DEMO/data/compiled)",
+			d.more("(%s: a plugin's first call loads it, run by an interpreter while its machine code compiles in the background, then cached in $DEMO/data/compiled)",
 				d.slow.Round(100*time.Millisecond))
 		} else {
-			d.more("(%s: compiling this plugin on its first call)", d.slow.Round(100*time.Millisecond))
+			d.more("(%s: this plugin's first call)", d.slow.Round(100*time.Millisecond))
 		}
 		d.slow, d.slowNoted = 0, true
 	}
