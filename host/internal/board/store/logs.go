@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/plugboard/plugboard/abi/tasks"
 )
@@ -28,6 +29,10 @@ type LogEntry struct {
 	Entry json.RawMessage
 }
 
+// logChunk is how many log rows one PostgreSQL INSERT carries (4
+// parameters each, far below the protocol's 65,535).
+const logChunk = 200
+
 // AppendLogs writes rows in one transaction and bumps the updated_at of
 // every process they belong to, which is what last_activity_at reads.
 // Indexes are assigned by the caller, dense from 0 per process and
@@ -37,17 +42,37 @@ func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
 		return nil
 	}
 	return s.tx(ctx, func(tx *Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO log_entries (process_id, channel, entry_index, entry) VALUES (?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
 		touched := map[string]bool{}
 		for _, r := range rows {
-			if _, err := ins.ExecContext(ctx, r.ProcessID, r.Channel, r.Index, string(r.Entry)); err != nil {
-				return fmt.Errorf("append log %s/%s#%d: %w", r.ProcessID, r.Channel, r.Index, err)
-			}
 			touched[r.ProcessID] = true
+		}
+		if s.Postgres() {
+			// A round trip per row is ≈ 125 µs on PostgreSQL: rows go in
+			// multi-row INSERTs of up to logChunk (SQLite's prepared
+			// statement costs ≈ 3.5 µs a row, without a round trip).
+			for start := 0; start < len(rows); start += logChunk {
+				chunk := rows[start:min(start+logChunk, len(rows))]
+				args := make([]any, 0, 4*len(chunk))
+				for _, r := range chunk {
+					args = append(args, r.ProcessID, r.Channel, r.Index, string(r.Entry))
+				}
+				q := `INSERT INTO log_entries (process_id, channel, entry_index, entry) VALUES (?, ?, ?, ?)` +
+					strings.Repeat(`, (?, ?, ?, ?)`, len(chunk)-1)
+				if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+					return fmt.Errorf("append log %s/%s#%d..%d: %w", chunk[0].ProcessID, chunk[0].Channel, chunk[0].Index, chunk[len(chunk)-1].Index, err)
+				}
+			}
+		} else {
+			ins, err := tx.PrepareContext(ctx, `INSERT INTO log_entries (process_id, channel, entry_index, entry) VALUES (?, ?, ?, ?)`)
+			if err != nil {
+				return err
+			}
+			defer ins.Close()
+			for _, r := range rows {
+				if _, err := ins.ExecContext(ctx, r.ProcessID, r.Channel, r.Index, string(r.Entry)); err != nil {
+					return fmt.Errorf("append log %s/%s#%d: %w", r.ProcessID, r.Channel, r.Index, err)
+				}
+			}
 		}
 		now := Now()
 		for id := range touched {

@@ -312,6 +312,28 @@ func TestLogPaging(t *testing.T) {
 		if err := s.AppendLogs(ctx, []LogRow{{ProcessID: pid, Channel: ChannelNormalized, Index: 5, Entry: entry(5)}}); err == nil {
 			t.Fatal("duplicate index accepted")
 		}
+		// One append larger than PostgreSQL's multi-row chunk (logChunk),
+		// with a duplicate at its end: nothing of it lands.
+		var more []LogRow
+		for i := 120; i < 120+2*logChunk+50; i++ {
+			more = append(more, LogRow{ProcessID: pid, Channel: ChannelNormalized, Index: int64(i), Entry: entry(i)})
+		}
+		if err := s.AppendLogs(ctx, append(more, more[0])); err == nil {
+			t.Fatal("a batch ending in a duplicate was accepted")
+		}
+		if n, _ := s.LogCount(ctx, pid, ChannelNormalized); n != 120 {
+			t.Fatalf("a refused batch left entries: LogCount = %d", n)
+		}
+		if err := s.AppendLogs(ctx, more); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.LogCount(ctx, pid, ChannelNormalized); n != int64(120+len(more)) {
+			t.Fatalf("LogCount after %d more = %d", len(more), n)
+		}
+		page, _ = s.LogAfter(ctx, pid, ChannelNormalized, 120+logChunk-2, 3)
+		if got := indexes(page.Entries); len(got) != 3 || got[0] != 120+logChunk-1 || string(page.Entries[2].Entry) != fmt.Sprintf(`{"n":%d}`, 120+logChunk+1) {
+			t.Fatalf("entries across a chunk boundary = %v", got)
+		}
 	})
 }
 
