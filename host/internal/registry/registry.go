@@ -64,6 +64,9 @@ type Plugin struct {
 	// (tier.go).
 	interp *runtime.Engine
 	tier   tier
+	// called is set once a call has asked for the plugin: the warm-up then
+	// leaves its compiled module loaded.
+	called atomic.Bool
 }
 
 // Name is the plugin's declared name.
@@ -73,6 +76,9 @@ func (p *Plugin) Name() string { return p.Manifest.Plugin.Name }
 // the disk cache) and returns it. A failure is remembered: the plugin stays
 // listed but its calls answer "unavailable" until the host restarts.
 func (p *Plugin) Runtime(ctx context.Context) (*runtime.Plugin, error) {
+	if !p.called.Load() {
+		p.called.Store(true)
+	}
 	if p.compiled.Load() {
 		return p.rt, p.err
 	}
@@ -778,8 +784,13 @@ func (r *Registry) warm(ctx context.Context, plugins []*Plugin, parallel int, lo
 				}
 				// The compilation filled the disk cache; a plugin no
 				// call has used yet gives its module back until one
-				// does (loading it from the cache is ≈ 50 ms).
-				rt.ReleaseUnused()
+				// does (loading it from the cache is ≈ 50 ms). One that
+				// calls use — perhaps through its interpreted copy, so
+				// with no instance yet — keeps it: its next call would
+				// otherwise wait for the load.
+				if !p.called.Load() {
+					rt.ReleaseUnused()
+				}
 			})
 		}
 		wg.Wait()

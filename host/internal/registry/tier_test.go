@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,11 @@ func TestInterpretedFirstCall(t *testing.T) {
 
 	cache = t.TempDir() // nothing compiled yet
 	reg := open(nil)
+	// The background warm-up is compiling it when the first call comes;
+	// a plugin calls use keeps its module loaded once compiled, or the
+	// next call would wait for a reload.
+	reg.Warm(ctx, 1, slog.New(slog.DiscardHandler))
+	time.Sleep(50 * time.Millisecond)
 	interpreted := runtimeOf(reg)
 	if err := call(interpreted); err != nil {
 		t.Fatal(err)
@@ -86,6 +92,10 @@ func TestInterpretedFirstCall(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("calls still go to the interpreted copy two minutes later")
 		}
+	}
+	time.Sleep(200 * time.Millisecond) // the warm-up's turn after the compilation
+	if !compiled.Loaded() {
+		t.Error("the warm-up released the module of a plugin calls were using")
 	}
 	if err := call(compiled); err != nil {
 		t.Fatal(err)
