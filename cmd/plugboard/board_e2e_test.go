@@ -22,17 +22,7 @@ import (
 // a real git repository, and returns it with the project id.
 func boardData(t *testing.T) (string, string) {
 	t.Helper()
-	repo := filepath.Join(t.TempDir(), "app")
-	os.MkdirAll(repo, 0o755)
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644)
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	repo := newRepo(t, "hello\n")
 	data := t.TempDir()
 	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data})
 	if err != nil {
@@ -44,6 +34,35 @@ func boardData(t *testing.T) (string, string) {
 	}
 	b.Close()
 	return data, p.ID
+}
+
+// newRepo makes a git repository "app" on branch main with one commit of
+// README.md holding readme.
+func newRepo(t *testing.T, readme string) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "app")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte(readme), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial")
+	return repo
+}
+
+// git runs git in dir and returns its output, failing the test on error.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 func boardCall(t *testing.T, s *server, op string, args any, into any) *mcp.CallToolResult {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,12 +34,7 @@ func screenshotDir(t *testing.T) string {
 // over it.
 func dashboardBoard(t *testing.T) (data, repo string) {
 	t.Helper()
-	repo = filepath.Join(t.TempDir(), "app")
-	os.MkdirAll(repo, 0o755)
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("# app\n"), 0o644)
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial")
+	repo = newRepo(t, "# app\n")
 	data = t.TempDir()
 	b, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data})
 	if err != nil {
@@ -51,17 +45,6 @@ func dashboardBoard(t *testing.T) (data, repo string) {
 	}
 	b.Close()
 	return data, repo
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }
 
 // TestDashboardInBrowser walks the dashboard as a person on the operator's

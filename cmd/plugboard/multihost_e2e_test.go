@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,17 +93,7 @@ func TestMultiHostSharedStore(t *testing.T) {
 	}
 	url := pgtest.Start(t).NewDatabase(t)
 	dir, _ := buildtest.Plugins(t, taskPlugins...)
-	repo := filepath.Join(t.TempDir(), "app")
-	os.MkdirAll(repo, 0o755)
-	os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644)
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	repo := newRepo(t, "hello\n")
 	dataA, dataB := t.TempDir(), t.TempDir()
 	ctx := context.Background()
 	board, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: dataA, Store: url})
@@ -240,5 +230,83 @@ func waitState(t *testing.T, h *hostProc, attemptID, state string, within time.D
 			t.Fatalf("attempt %s is %s after %v, want %s", attemptID, status.State, within, state)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestStorePasswordStaysHidden attacks the store's password through the
+// binary: an unreachable store named on the command line, and a reachable
+// one given as PLUGBOARD_STORE to a server whose SHELL attempt prints its
+// whole environment. The password appears in no output, no log and not in
+// the attempt's environment.
+func TestStorePasswordStaysHidden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary, starts PostgreSQL")
+	}
+	const secret = "s3cret-store-pw"
+	out, err := exec.Command(buildtest.Binary(t), "project", "list", "--data", t.TempDir(),
+		"--store", "postgres://pb:"+secret+"@127.0.0.1:1/db?sslmode=disable&password="+secret).CombinedOutput()
+	if err == nil || strings.Contains(string(out), secret) || !strings.Contains(string(out), "***") {
+		t.Fatalf("an unreachable store: err %v, output %s", err, out)
+	}
+
+	// The throwaway cluster trusts local connections: any password opens it.
+	url := strings.Replace(pgtest.Start(t).NewDatabase(t), "postgres://plugboard@", "postgres://plugboard:"+secret+"@", 1)
+	dir, _ := buildtest.Plugins(t, taskPlugins...)
+	repo := newRepo(t, "hello\n")
+	data := t.TempDir()
+	board, err := plughost.OpenBoard(context.Background(), plughost.BoardConfig{DataDir: data, Store: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := board.CreateProject(context.Background(), "shared", []plughost.RepoSpec{{Path: repo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	board.Close()
+	cmd := exec.Command(buildtest.Binary(t), "serve", "--plugins", dir, "--data", data, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), "PLUGBOARD_STORE="+url)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "secret", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	h := &hostProc{session: session, cmd: cmd, stderr: stderr}
+	var task tasks.Task
+	if env := h.call(t, "create_task", map[string]any{"project_id": project.ID, "title": "Env", "description": "env; echo env-done"}, &task); env != nil {
+		t.Fatalf("create_task: %+v", env)
+	}
+	var started tasks.StartOut
+	if env := h.call(t, "start_task_attempt", map[string]any{"task_id": task.TaskID, "executor": "SHELL"}, &started); env != nil {
+		t.Fatalf("start_task_attempt: %+v", env)
+	}
+	var logs struct {
+		Entries []struct {
+			Content string `json:"content"`
+		} `json:"entries"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if env := h.call(t, "tail_attempt_logs", map[string]any{"attempt_id": started.AttemptID, "channel": "raw", "limit": 1000}, &logs); env != nil {
+			t.Fatalf("tail_attempt_logs: %+v", env)
+		}
+		raw, _ := json.Marshal(logs)
+		if strings.Contains(string(raw), "env-done") {
+			if strings.Contains(string(raw), secret) || strings.Contains(string(raw), "PLUGBOARD_STORE") {
+				t.Fatalf("the attempt's environment holds the store: %s", raw)
+			}
+			if !strings.Contains(string(raw), "PATH=") {
+				t.Fatalf("the attempt printed no environment: %s", raw)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the attempt did not finish: %s", raw)
+		}
+	}
+	session.Close()
+	if strings.Contains(stderr.String(), secret) {
+		t.Fatalf("the server's log holds the password:\n%s", stderr.String())
 	}
 }

@@ -96,8 +96,27 @@ func (b *Board) startHosts() {
 		defer close(b.hostsDone)
 		beat := time.NewTicker(hostHeartbeat)
 		defer beat.Stop()
-		poll := time.NewTicker(commandPoll)
-		defer poll.Stop()
+		// Commands are polled for only while another process holds a
+		// lease: alone on the store, nobody queues any for this host, and
+		// a host idle for hours should not wake 20 times a second.
+		var pollTicker *time.Ticker
+		var poll <-chan time.Time
+		setPoll := func() {
+			switch peers := b.peers.Load(); {
+			case peers && pollTicker == nil:
+				pollTicker = time.NewTicker(commandPoll)
+				poll = pollTicker.C
+			case !peers && pollTicker != nil:
+				pollTicker.Stop()
+				pollTicker, poll = nil, nil
+			}
+		}
+		setPoll()
+		defer func() {
+			if pollTicker != nil {
+				pollTicker.Stop()
+			}
+		}()
 		for {
 			select {
 			case <-ctx.Done():
@@ -107,6 +126,7 @@ func (b *Board) startHosts() {
 					b.log.Warn("host lease not renewed", "err", err)
 				}
 				b.notePeers(ctx)
+				setPoll()
 				if _, err := b.sweep(ctx); err != nil && ctx.Err() == nil {
 					b.log.Warn("sweep of gone hosts' processes failed", "err", err)
 				}
@@ -114,12 +134,8 @@ func (b *Board) startHosts() {
 				if err := b.store.PruneHostCommands(ctx, store.FormatTime(time.Now().Add(-time.Hour))); err != nil && ctx.Err() == nil {
 					b.log.Warn("old host commands not pruned", "err", err)
 				}
-			case <-poll.C:
-				// Alone on the store, nobody queues commands for this
-				// host: no need to ask 20 times a second.
-				if b.peers.Load() {
-					b.runCommands(ctx)
-				}
+			case <-poll:
+				b.runCommands(ctx)
 			}
 		}
 	}()
@@ -299,57 +315,36 @@ func (b *Board) runCommands(ctx context.Context) {
 	}
 }
 
+// hostOps are the operations another host may queue for this one, each
+// decoding its JSON arguments into the board method's own.
+var hostOps = map[string]func(b *Board, ctx context.Context, args []byte) (any, error){
+	opStop:           hostOp((*Board).StopAttempt),
+	opFollowUp:       hostOp((*Board).FollowUp),
+	opChanges:        hostOp((*Board).GetAttemptChanges),
+	opPatch:          hostOp((*Board).GetAttemptPatch),
+	opFile:           hostOp((*Board).GetAttemptFile),
+	opApprove:        hostOp((*Board).ApproveAttempt),
+	opRequestChanges: hostOp((*Board).RequestChanges),
+}
+
+func hostOp[A, R any](method func(*Board, context.Context, A) (R, error)) func(*Board, context.Context, []byte) (any, error) {
+	return func(b *Board, ctx context.Context, raw []byte) (any, error) {
+		var a A
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("bad arguments: %w", err)
+		}
+		return method(b, ctx, a)
+	}
+}
+
 // runCommand runs one forwarded operation and returns its answer or its
 // error, as JSON.
 func (b *Board) runCommand(ctx context.Context, c store.HostCommand) (result, errText string) {
 	ctx = context.WithValue(ctx, forwardedKey{}, c.From)
 	var out any
-	var err error
-	decode := func(v any) bool {
-		if e := json.Unmarshal([]byte(c.Args), v); e != nil {
-			err = fmt.Errorf("bad arguments for %s: %w", c.Op, e)
-			return false
-		}
-		return true
-	}
-	switch c.Op {
-	case opStop:
-		var a StopArgs
-		if decode(&a) {
-			out, err = b.StopAttempt(ctx, a)
-		}
-	case opFollowUp:
-		var a FollowUpArgs
-		if decode(&a) {
-			out, err = b.FollowUp(ctx, a)
-		}
-	case opChanges:
-		var a ChangesArgs
-		if decode(&a) {
-			out, err = b.GetAttemptChanges(ctx, a)
-		}
-	case opPatch:
-		var a PatchArgs
-		if decode(&a) {
-			out, err = b.GetAttemptPatch(ctx, a)
-		}
-	case opFile:
-		var a FileArgs
-		if decode(&a) {
-			out, err = b.GetAttemptFile(ctx, a)
-		}
-	case opApprove:
-		var a ApproveArgs
-		if decode(&a) {
-			out, err = b.ApproveAttempt(ctx, a)
-		}
-	case opRequestChanges:
-		var a RequestChangesArgs
-		if decode(&a) {
-			out, err = b.RequestChanges(ctx, a)
-		}
-	default:
-		err = fmt.Errorf("unknown host command %q", c.Op)
+	err := fmt.Errorf("unknown host command %q", c.Op)
+	if op, ok := hostOps[c.Op]; ok {
+		out, err = op(b, ctx, []byte(c.Args))
 	}
 	if err != nil {
 		var env *abi.Envelope

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/plugboard/plugboard/host/internal/atomicfile"
 )
 
 // LockFileName is the lockfile's name, in the configuration file's
@@ -80,31 +82,7 @@ func (l *Lock) Write(path string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, append(b, '\n'), 0o644)
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), mode)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }
 
 // Recorded is a source as a lockfile records it: Source.String, except
@@ -151,7 +129,7 @@ func (c Cache) Put(b []byte) (string, error) {
 	if c.Has(Sum(b)) {
 		return p, nil
 	}
-	return p, writeAtomic(p, b, 0o644)
+	return p, atomicfile.Write(p, b, 0o644)
 }
 
 // MismatchError is a source plugin whose bytes the lockfile does not pin:

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/atomicfile"
 	"github.com/plugboard/plugboard/host/internal/grants"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
@@ -634,31 +635,11 @@ func describeCached(ctx context.Context, path string, wasm []byte, opts Options)
 		return nil, fmt.Errorf("describe: %w", err)
 	}
 	if cacheFile != "" {
-		if err := writeFileAtomic(cacheFile, out); err != nil {
+		if err := atomicfile.Write(cacheFile, out, 0o644); err != nil {
 			opts.Logger.Warn("describe cache not written", "path", cacheFile, "err", err)
 		}
 	}
 	return out, nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func (r *Registry) snap() *snapshot { return r.cur.Load() }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 
+	"github.com/plugboard/plugboard/host/internal/atomicfile"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
 
@@ -48,7 +49,7 @@ func (e *Engine) instrument(wasm []byte) ([]byte, error) {
 	entry := make([]byte, 0, len(instrumentMagic)+4+len(out))
 	entry = binary.BigEndian.AppendUint32(append(entry, instrumentMagic...), crc32.Checksum(out, castagnoli))
 	entry = append(entry, out...)
-	if err := writeFileAtomic(file, entry); err != nil {
+	if err := atomicfile.Write(file, entry, 0o644); err != nil {
 		e.cfg.Logger.Warn("instrumented module not cached", "path", file, "err", err)
 	}
 	return out, nil
@@ -69,28 +70,6 @@ func checkInstrumented(b []byte) ([]byte, bool) {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so a reader never sees a partial entry.
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
 
 // cacheEntry is the file under CacheDir/instrumented named by the original
 // module's sha256 and instrumentVersion, with ext.
@@ -125,7 +104,7 @@ func (e *Engine) markCompiled(wasm []byte) {
 	if _, err := os.Stat(file); err == nil {
 		return
 	}
-	if err := writeFileAtomic(file, nil); err != nil {
+	if err := atomicfile.Write(file, nil, 0o644); err != nil {
 		e.cfg.Logger.Debug("compile mark not written", "path", file, "err", err)
 	}
 }

@@ -68,20 +68,7 @@ func (s *Store) GetMail(ctx context.Context, id string) (Mail, error) {
 // oldest first, at most limit: what a host polls to notify its sessions
 // of mail other hosts stored.
 func (s *Store) MailSince(ctx context.Context, since string, limit int) ([]Mail, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+mailColumns+` FROM mail WHERE created_at >= ? ORDER BY created_at, id LIMIT ?`, since, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Mail
-	for rows.Next() {
-		m, err := scanMail(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return s.queryMails(ctx, `SELECT `+mailColumns+` FROM mail WHERE created_at >= ? ORDER BY created_at, id LIMIT ?`, since, limit)
 }
 
 // ListInbox returns the mail addressed to to, newest first, at most limit
@@ -94,7 +81,12 @@ func (s *Store) ListInbox(ctx context.Context, to string, includeRead bool, limi
 	if !includeRead {
 		q += ` AND read_at IS NULL`
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, to, limit)
+	return s.queryMails(ctx, q+` ORDER BY created_at DESC, id DESC LIMIT ?`, to, limit)
+}
+
+// queryMails runs a query over mailColumns and scans every row.
+func (s *Store) queryMails(ctx context.Context, q string, args ...any) ([]Mail, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
