@@ -39,11 +39,7 @@ func ConnectTypeScript(ctx context.Context, dir string, ep scenario.Endpoint) (C
 	// The driver sits beside node_modules so Node resolves the SDK from it.
 	script := filepath.Join(dir, "ts-driver.mjs")
 	if old, err := os.ReadFile(script); err != nil || !bytes.Equal(old, tsDriver) {
-		tmp := fmt.Sprintf("%s.%d", script, os.Getpid())
-		if err := os.WriteFile(tmp, tsDriver, 0o644); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(tmp, script); err != nil {
+		if err := writeDriver(script); err != nil {
 			return nil, err
 		}
 	}
@@ -322,4 +318,29 @@ func timeoutMS(ctx context.Context) int64 {
 		return max(time.Until(d).Milliseconds(), 1)
 	}
 	return 60000
+}
+
+// writeDriver replaces script with the embedded driver through a temporary
+// file of its own: clients of several scenarios connect at once in one test
+// process, so a temporary name shared between them (the process id) lets one
+// rename away the file another is about to rename.
+func writeDriver(script string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(script), ".ts-driver-*.mjs")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(tsDriver)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), script)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
