@@ -39,9 +39,23 @@ const (
 	// hostLeaseTTL + hostHeartbeat of its last heartbeat).
 	hostLeaseTTL = 20 * time.Second
 	// commandPoll is how often a host looks for commands queued for it
-	// and a forwarding caller for their answer.
+	// and a forwarding caller for their answer, on a store without
+	// signals (SQLite).
 	commandPoll = 50 * time.Millisecond
+	// commandPollFallback replaces commandPoll on a store with signals
+	// (PostgreSQL's LISTEN/NOTIFY), which wake both sides at once: the
+	// poll only catches a signal that was missed.
+	commandPollFallback = time.Second
 )
+
+// commandPollEvery is how often commands and their answers are polled for
+// on this board's store.
+func (b *Board) commandPollEvery() time.Duration {
+	if b.store.Notifies() {
+		return commandPollFallback
+	}
+	return commandPoll
+}
 
 // hostIDFile holds a data directory's host id.
 const hostIDFile = "host-id"
@@ -96,15 +110,19 @@ func (b *Board) startHosts() {
 		defer close(b.hostsDone)
 		beat := time.NewTicker(hostHeartbeat)
 		defer beat.Stop()
-		// Commands are polled for only while another process holds a
-		// lease: alone on the store, nobody queues any for this host, and
-		// a host idle for hours should not wake 20 times a second.
+		// A command queued for this host signals it where the store can
+		// (PostgreSQL). Commands are polled for only while another process
+		// holds a lease: alone on the store, nobody queues any for this
+		// host, and a host idle for hours should not wake 20 times a
+		// second.
+		queued, unsubscribe := b.store.Subscribe(store.SignalHostCommand)
+		defer unsubscribe()
 		var pollTicker *time.Ticker
 		var poll <-chan time.Time
 		setPoll := func() {
 			switch peers := b.peers.Load(); {
 			case peers && pollTicker == nil:
-				pollTicker = time.NewTicker(commandPoll)
+				pollTicker = time.NewTicker(b.commandPollEvery())
 				poll = pollTicker.C
 			case !peers && pollTicker != nil:
 				pollTicker.Stop()
@@ -136,6 +154,10 @@ func (b *Board) startHosts() {
 				}
 			case <-poll:
 				b.runCommands(ctx)
+			case hostID := <-queued:
+				if hostID == "" || hostID == b.hostID {
+					b.runCommands(ctx)
+				}
 			}
 		}
 	}()
@@ -258,13 +280,21 @@ func (b *Board) forward(ctx context.Context, hostID, op string, args, out any) e
 		return err
 	}
 	id := store.NewID()
+	// Subscribed before queuing, so that the answer's signal cannot come
+	// first.
+	answered, unsubscribe := b.store.Subscribe(store.SignalCommandDone)
+	defer unsubscribe()
 	if err := b.store.EnqueueHostCommand(ctx, store.HostCommand{ID: id, HostID: hostID, Op: op, Args: string(raw), From: b.hostID}); err != nil {
 		return fmt.Errorf("board: forward %s: %w", op, err)
 	}
-	t := time.NewTicker(commandPoll)
+	t := time.NewTicker(b.commandPollEvery())
 	defer t.Stop()
 	for {
 		select {
+		case key := <-answered:
+			if key != "" && key != id {
+				continue
+			}
 		case <-ctx.Done():
 			_ = b.store.CancelHostCommand(context.WithoutCancel(ctx), id)
 			env := abi.NewEnvelope(abi.CodeUnavailable,

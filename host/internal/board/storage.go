@@ -100,6 +100,12 @@ type Store interface {
 	// PruneHostCommands deletes commands created before before, and
 	// leases not renewed since then.
 	PruneHostCommands(ctx context.Context, before string) error
+	// Subscribe returns a channel that receives the key of every signal
+	// of kind (store.SignalHostCommand, store.SignalCommandDone) and ""
+	// when some may have been missed, and cancel; Notifies reports
+	// whether signals come at all (else the channel never receives).
+	Subscribe(kind string) (<-chan string, func())
+	Notifies() bool
 
 	// Close releases the store; the board calls it from its own Close.
 	Close() error

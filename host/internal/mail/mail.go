@@ -91,6 +91,11 @@ type Store interface {
 	// MailSince returns the mail created at or after since, oldest first,
 	// at most limit.
 	MailSince(ctx context.Context, since string, limit int) ([]store.Mail, error)
+	// Subscribe returns a channel that receives a signal of kind from
+	// other hosts (store.SignalMail: a mail was stored), and cancel.
+	Subscribe(kind string) (<-chan string, func())
+	// Notifies reports whether Subscribe delivers signals at all.
+	Notifies() bool
 }
 
 var _ Store = (*store.Store)(nil)
@@ -397,14 +402,20 @@ func ReplySubject(subject string) string {
 }
 
 // Mail stored through another host sharing the store reaches this host's
-// sessions through Watch, which polls the store (every watchEvery) for
-// mail created in the last watchWindow — a window, not a cursor, because
-// hosts' transactions commit out of created_at order and their clocks
-// differ a little — and notifies each mail it has not notified yet.
+// sessions through Watch, which reads the store for mail created in the
+// last watchWindow — a window, not a cursor, because hosts' transactions
+// commit out of created_at order and their clocks differ a little — and
+// notifies each mail it has not notified yet. It reads when the store
+// signals a mail (PostgreSQL) and otherwise every watchEvery, or every
+// watchFallback where signals come and the poll only catches a missed one.
 const (
 	watchEvery  = time.Second
 	watchWindow = 30 * time.Second
 )
+
+// watchFallback is a variable so that a test can show signals alone
+// deliver mail.
+var watchFallback = 10 * time.Second
 
 // markNotified records that id's recipient was notified; it reports
 // whether it already had been.
@@ -419,20 +430,42 @@ func (s *Service) markNotified(id string) bool {
 // Watch notifies this host's sessions of mail other hosts store, until ctx
 // ends. Mail that existed when it started is not notified.
 func (s *Service) Watch(ctx context.Context) {
-	t := time.NewTicker(watchEvery)
-	defer t.Stop()
-	first := true
-	for {
-		st, err := s.store(ctx)
-		if err == nil {
-			s.poll(ctx, st, first)
-			first = false
+	var st Store
+	for st == nil {
+		var err error
+		if st, err = s.store(ctx); err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(watchEvery):
+			}
 		}
+	}
+	stored, unsubscribe := st.Subscribe(store.SignalMail)
+	defer unsubscribe()
+	every := watchEvery
+	if st.Notifies() {
+		every = watchFallback
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	s.poll(ctx, st, true)
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-stored:
+			// One read for a burst of mail: it reads them all.
+			for drained := false; !drained; {
+				select {
+				case <-stored:
+				default:
+					drained = true
+				}
+			}
 		}
+		s.poll(ctx, st, false)
 	}
 }
 

@@ -2,14 +2,18 @@ package mail
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/build/pgtest"
 	"github.com/plugboard/plugboard/host/internal/board/store"
 )
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
 // notices records MailArrived calls.
 type notices struct {
@@ -83,6 +87,44 @@ func TestWatchNotifiesMailOfOtherHosts(t *testing.T) {
 	}
 	if count[sentA.MailID] != 1 || count[sentB.MailID] != 1 || count[old.MailID] != 0 || len(got) != 2 {
 		t.Errorf("B heard %v; want A's %s and its own %s once each, not the old %s", got, sentA.MailID, sentB.MailID, old.MailID)
+	}
+	cancel()
+	<-done
+}
+
+// TestWatchWakesOnSignal: on PostgreSQL, mail another host stores reaches
+// this host's sessions through the store's signal, not the poll: with the
+// fallback poll an hour away, B still hears A's mail.
+func TestWatchWakesOnSignal(t *testing.T) {
+	defer func(old time.Duration) { watchFallback = old }(watchFallback)
+	watchFallback = time.Hour
+	target := pgtest.Shared(t).NewDatabase(t)
+	open := func() *store.Store {
+		st, err := store.OpenURL(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a := New(Static(open()), Options{})
+	heardB := &notices{}
+	b := New(Static(open()), Options{Notifier: heardB})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); b.Watch(ctx) }()
+	time.Sleep(500 * time.Millisecond) // B's first read records what exists
+	sent, err := a.Send(ctx, &abi.Caller{ID: "alice", Role: "WORKER"}, SendArgs{ToAgentID: "bob", Subject: "through A", Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(heardB.ids()) < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := heardB.ids(); len(got) != 1 || got[0] != sent.MailID {
+		t.Errorf("B heard %v; want A's %s", got, sent.MailID)
 	}
 	cancel()
 	<-done

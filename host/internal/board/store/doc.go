@@ -3,7 +3,8 @@
 // attempts, sessions, execution processes, their log entries and turns, the
 // follow-up queue and idempotency records, with versioned migrations.
 // OpenURL opens the same store on PostgreSQL instead (pgx): one set of
-// queries and migrations serves both dialects (see dialect.go).
+// queries and migrations serves both dialects (see dialect.go), and there
+// hosts sharing the database wake each other with signals (notify.go).
 //
 // It knows the schema and the queries, and the small invariants a query can
 // keep (dense log indexes, one queued message per session, ordering of

@@ -63,12 +63,11 @@ func (s *Store) DropHost(ctx context.Context, owner string) error {
 	return err
 }
 
-// EnqueueHostCommand queues c, pending, for c.HostID.
+// EnqueueHostCommand queues c, pending, for c.HostID, and signals that host.
 func (s *Store) EnqueueHostCommand(ctx context.Context, c HostCommand) error {
 	now := Now()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO host_commands (id, host_id, from_host, op, args, state, created_at, updated_at)
+	return s.execSignalled(ctx, SignalHostCommand, c.HostID, `INSERT INTO host_commands (id, host_id, from_host, op, args, state, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`, c.ID, c.HostID, c.From, c.Op, c.Args, now, now)
-	return err
 }
 
 // ClaimHostCommands marks up to limit pending commands for hostID running
@@ -112,11 +111,11 @@ func (s *Store) ClaimHostCommands(ctx context.Context, hostID, owner string, lim
 	return out, nil
 }
 
-// FinishHostCommand records a command's answer (or error) and marks it done.
+// FinishHostCommand records a command's answer (or error), marks it done
+// and signals its caller.
 func (s *Store) FinishHostCommand(ctx context.Context, id, result, errText string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE host_commands SET state = 'done', result = ?, error = ?, updated_at = ? WHERE id = ?`,
+	return s.execSignalled(ctx, SignalCommandDone, id, `UPDATE host_commands SET state = 'done', result = ?, error = ?, updated_at = ? WHERE id = ?`,
 		result, errText, Now(), id)
-	return err
 }
 
 // GetHostCommand reads one command.

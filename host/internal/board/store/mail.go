@@ -26,7 +26,7 @@ type Mail struct {
 const EventMailSent = "mail.sent"
 
 // InsertMail stores m and records its mail.sent event in the same
-// transaction. ID, ThreadID and CreatedAt must be set.
+// transaction, which signals it to other hosts. ID, ThreadID and CreatedAt must be set.
 func (s *Store) InsertMail(ctx context.Context, m Mail) error {
 	data, err := json.Marshal(map[string]any{"mail_id": m.ID, "from_agent_id": m.FromAgentID, "to_agent_id": m.ToAgentID,
 		"is_for_human": m.ToAgentID == "human", "subject": m.Subject, "thread_id": m.ThreadID})
@@ -39,7 +39,10 @@ func (s *Store) InsertMail(ctx context.Context, m Mail) error {
 			m.ID, m.FromAgentID, m.FromAgentType, m.ToAgentID, m.Subject, m.Body, m.InReplyTo, m.ThreadID, m.ReadAt, m.CreatedAt); err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, EventMailSent, m.ID, data, m.CreatedAt)
+		if err := insertEvent(ctx, tx, EventMailSent, m.ID, data, m.CreatedAt); err != nil {
+			return err
+		}
+		return tx.signal(ctx, SignalMail, m.ID)
 	})
 }
 

@@ -43,9 +43,11 @@ var ErrNotFound = errors.New("not found")
 // is safe for concurrent use, also by several processes on one file (WAL,
 // busy timeout) or one PostgreSQL database.
 type Store struct {
-	db   *sqlDB
-	path string // the SQLite file, or the PostgreSQL URL without its password
-	pg   bool
+	db     *sqlDB
+	path   string // the SQLite file, or the PostgreSQL URL without its password
+	pg     bool
+	target string   // the PostgreSQL URL as given, password included: never shown
+	listen listener // signals (notify.go)
 }
 
 // OpenURL opens the store target names: a postgres:// or postgresql://
@@ -66,7 +68,7 @@ func OpenURL(ctx context.Context, target string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", name, err)
 	}
-	s := &Store{db: &sqlDB{db: db, pg: true}, path: name, pg: true}
+	s := &Store{db: &sqlDB{db: db, pg: true}, path: name, pg: true, target: target}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -108,8 +110,11 @@ func (s *Store) Path() string { return s.path }
 // Postgres reports a PostgreSQL store.
 func (s *Store) Postgres() bool { return s.pg }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the listening connection of signals and closes the database.
+func (s *Store) Close() error {
+	s.listen.close()
+	return s.db.Close()
+}
 
 // Version returns the number of applied migrations.
 func (s *Store) Version(ctx context.Context) (int, error) {
