@@ -7,7 +7,7 @@
 #                matrix in conformance/clients and the agent CLI test in
 #                conformance/agents install their pinned npm packages with npm)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck, in every module
-#   make bench   benchmarks in bench/, host/internal/runtime and host/internal/board/...,
+#   make bench   benchmarks in bench/, host/internal/runtime, host/internal/board/... and cmd/plugboard,
 #                output also in dist/bench.txt
 #   make clean   remove bin/ and dist/
 #
@@ -100,7 +100,7 @@ browser:
 
 bench:
 	@mkdir -p dist
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... ./host/internal/runtime ./host/internal/board/... | tee dist/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... ./host/internal/runtime ./host/internal/board/... ./cmd/plugboard | tee dist/bench.txt
 	@echo "==> benchmark output saved in dist/bench.txt"
 
 demo: build

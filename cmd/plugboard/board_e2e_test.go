@@ -38,7 +38,7 @@ func boardData(t *testing.T) (string, string) {
 
 // newRepo makes a git repository "app" on branch main with one commit of
 // README.md holding readme.
-func newRepo(t *testing.T, readme string) string {
+func newRepo(t testing.TB, readme string) string {
 	t.Helper()
 	repo := filepath.Join(t.TempDir(), "app")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
@@ -54,7 +54,7 @@ func newRepo(t *testing.T, readme string) string {
 }
 
 // git runs git in dir and returns its output, failing the test on error.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

@@ -30,7 +30,7 @@ type hostProc struct {
 	stderr  *syncBuffer
 }
 
-func startHost(t *testing.T, args ...string) *hostProc {
+func startHost(t testing.TB, args ...string) *hostProc {
 	t.Helper()
 	cmd := exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...)
 	stderr := &syncBuffer{}
@@ -55,7 +55,7 @@ func startHost(t *testing.T, args ...string) *hostProc {
 // envelope is returned instead (out untouched), also for a protocol error
 // or an answer that does not decode (codes of the test's own), so
 // goroutines can call it.
-func (h *hostProc) call(t *testing.T, tool string, args, out any) *abi.Envelope {
+func (h *hostProc) call(t testing.TB, tool string, args, out any) *abi.Envelope {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -215,7 +215,7 @@ func TestMultiHostSharedStore(t *testing.T) {
 }
 
 // waitState polls get_attempt_status on h until the attempt is in state.
-func waitState(t *testing.T, h *hostProc, attemptID, state string, within time.Duration) tasks.StatusOut {
+func waitState(t testing.TB, h *hostProc, attemptID, state string, within time.Duration) tasks.StatusOut {
 	t.Helper()
 	var status tasks.StatusOut
 	deadline := time.Now().Add(within)
