@@ -3,9 +3,13 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/dashboard"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/mail"
@@ -17,16 +21,13 @@ import (
 // its operator reads come from the board's store, the mail system and the
 // registry.
 func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboard.Dashboard {
-	var authenticate func(string) (string, bool)
-	if len(opts.Tokens) > 0 {
-		authenticate = mcpserver.Tokens(opts.Tokens)
-	}
 	human := &abi.Caller{ID: mail.Human, Role: "HUMAN"}
 	return dashboard.New(dashboard.Options{
-		Authenticate: authenticate,
-		Local:        h.caller,
-		Callers:      mopts.Callers,
-		Logger:       h.log,
+		Tokens:   opts.Tokens,
+		Sessions: storeSessions{h},
+		Local:    h.caller,
+		Callers:  mopts.Callers,
+		Logger:   h.log,
 		Call: func(ctx context.Context, c *abi.Caller, tool string, args json.RawMessage) (json.RawMessage, *abi.Envelope) {
 			res := h.dispatcher.Call(ctx, dispatch.Request{Tool: tool, Arguments: args, Caller: c})
 			if res.IsError() {
@@ -114,4 +115,63 @@ func (h *Host) pluginsView() map[string]any {
 		problems = append(problems, problemView{Path: p.Path, Error: p.Err.Error()})
 	}
 	return map[string]any{"plugins": plugins, "problems": problems}
+}
+
+// storeSessions keeps the dashboard's sessions in the board's store: every
+// host sharing it honours a sign-in and a sign-out, and a restart keeps
+// them.
+type storeSessions struct{ h *Host }
+
+func (s storeSessions) store(ctx context.Context) (*store.Store, error) {
+	b, err := s.h.board.wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Store(), nil
+}
+
+func (s storeSessions) Create(ctx context.Context, sess dashboard.Session, idleBefore time.Time, keep int) error {
+	st, err := s.store(ctx)
+	if err != nil {
+		return err
+	}
+	return st.CreateDashboardSession(ctx, store.DashboardSession{IDHash: sess.IDHash, Identity: sess.Identity,
+		TokenHash: sess.TokenHash, CSRF: sess.CSRF, CreatedAt: store.FormatTime(sess.Created), SeenAt: store.FormatTime(sess.Seen)},
+		store.FormatTime(idleBefore), keep)
+}
+
+func (s storeSessions) Get(ctx context.Context, idHash string) (dashboard.Session, bool, error) {
+	st, err := s.store(ctx)
+	if err != nil {
+		return dashboard.Session{}, false, err
+	}
+	d, err := st.GetDashboardSession(ctx, idHash)
+	if errors.Is(err, store.ErrNotFound) {
+		return dashboard.Session{}, false, nil
+	}
+	if err != nil {
+		return dashboard.Session{}, false, err
+	}
+	created, _ := time.Parse(store.TimeFormat, d.CreatedAt)
+	seen, err := time.Parse(store.TimeFormat, d.SeenAt)
+	if err != nil {
+		return dashboard.Session{}, false, fmt.Errorf("dashboard session seen at %q: %w", d.SeenAt, err)
+	}
+	return dashboard.Session{IDHash: d.IDHash, Identity: d.Identity, TokenHash: d.TokenHash, CSRF: d.CSRF, Created: created, Seen: seen}, true, nil
+}
+
+func (s storeSessions) Touch(ctx context.Context, idHash string, seen time.Time) error {
+	st, err := s.store(ctx)
+	if err != nil {
+		return err
+	}
+	return st.TouchDashboardSession(ctx, idHash, store.FormatTime(seen))
+}
+
+func (s storeSessions) Delete(ctx context.Context, idHash string) error {
+	st, err := s.store(ctx)
+	if err != nil {
+		return err
+	}
+	return st.DeleteDashboardSession(ctx, idHash)
 }

@@ -300,3 +300,94 @@ func TestDashboardAttacks(t *testing.T) {
 		t.Errorf("after the attacks the board holds: %d %s", code, body)
 	}
 }
+
+// TestDashboardSessionAcrossHosts: two hosts with their own data
+// directories share one store (here one SQLite file); a sign-in on host A
+// opens the dashboard on host B (behind a load balancer without sticky
+// routing), a sign-out on B ends it on A, and a session survives host A's
+// restart. The store holds the session only as a digest of its cookie.
+func TestDashboardSessionAcrossHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary")
+	}
+	plugins, _ := buildtest.Plugins(t, taskPlugins...)
+	dataA, _ := dashboardBoard(t)
+	shared := filepath.Join(dataA, "board.db")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(strings.Repeat("s3ss", 10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(data string) *httpServer {
+		return launchHTTP(t, httpEnv(), []string{"serve", "--http", "127.0.0.1:0", "--http-token-file", tokenFile,
+			"--plugins", plugins, "--data", data, "--store", shared})
+	}
+	hostA, hostB := serve(dataA), serve(t.TempDir())
+	send := func(srv *httpServer, method, path, body string, header map[string]string, cookie *http.Cookie) (*http.Response, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+srv.addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&m)
+		return res, m
+	}
+	login := func(srv *httpServer) *http.Cookie {
+		t.Helper()
+		res, m := send(srv, "POST", "/ui/api/login", `{"token":"`+strings.Repeat("s3ss", 10)+`"}`, nil, nil)
+		if res.StatusCode != 200 || len(res.Cookies()) != 1 {
+			t.Fatalf("login: %d %v", res.StatusCode, m)
+		}
+		return res.Cookies()[0]
+	}
+	me := func(srv *httpServer, c *http.Cookie) map[string]any {
+		t.Helper()
+		_, m := send(srv, "GET", "/ui/api/me", "", nil, c)
+		return m
+	}
+
+	cookie := login(hostA)
+	onB := me(hostB, cookie)
+	if onB["signed_in"] != true || onB["identity"] != "local" {
+		t.Fatalf("host B with host A's session: %v", onB)
+	}
+	db, err := os.ReadFile(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(db), cookie.Value) {
+		t.Error("the store holds the session cookie itself")
+	}
+	if res, m := send(hostB, "POST", "/ui/api/logout", `{}`, map[string]string{"X-Plugboard-CSRF": onB["csrf"].(string)}, cookie); res.StatusCode != 200 {
+		t.Fatalf("sign-out on B: %d %v", res.StatusCode, m)
+	}
+	if res, _ := send(hostA, "GET", "/ui/api/tools", "", nil, cookie); res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("host A after the sign-out on B: %d, want 401", res.StatusCode)
+	}
+
+	cookie = login(hostA)
+	_ = hostA.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-hostA.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("host A did not stop")
+	}
+	restarted := serve(dataA)
+	if m := me(restarted, cookie); m["signed_in"] != true {
+		t.Fatalf("the session after host A restarted: %v", m)
+	}
+}

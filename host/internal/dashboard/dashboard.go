@@ -11,6 +11,7 @@ package dashboard
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -51,10 +52,13 @@ const (
 
 // Options configures New.
 type Options struct {
-	// Authenticate maps a bearer token to its identity (false: refused).
-	// Nil means the listener needs no token (loopback without one): the
-	// page opens as Local at once.
-	Authenticate func(token string) (identity string, ok bool)
+	// Tokens maps each bearer token that may sign in to its identity. Nil
+	// (or empty) means the listener needs no token (loopback without one):
+	// the page opens as Local at once.
+	Tokens map[string]string
+	// Sessions keeps the signed-in sessions; nil keeps them in this
+	// process's memory (see Sessions).
+	Sessions Sessions
 	// Local is the operator's identity, used without Authenticate.
 	Local *abi.Caller
 	// Callers maps an identity to its caller (role); nil answers give a
@@ -98,18 +102,46 @@ type DecisionQuery struct {
 type Dashboard struct {
 	opts   Options
 	static http.Handler
-
-	mu       sync.Mutex
-	sessions map[string]*session
+	// tokens maps the SHA-256 of each token in Options.Tokens to its
+	// identity: a sign-in looks the typed token's digest up, and a session
+	// holds only the digest of the token it was made with.
+	tokens   map[[32]byte]string
+	sessions Sessions
 	// openCSRF is the CSRF token of the page when no login is needed.
 	openCSRF string
 }
 
-type session struct {
-	identity string
-	csrf     string
-	seen     time.Time
+// Sessions keeps signed-in sessions, each known by the SHA-256 of its
+// cookie. The host keeps them in the board's store, so that every host
+// sharing the store honours a sign-in and a sign-out, behind a load
+// balancer too, and a restart keeps them.
+type Sessions interface {
+	// Create stores s after dropping the sessions not seen since
+	// idleBefore, then keeps at most keep, the most recently seen.
+	Create(ctx context.Context, s Session, idleBefore time.Time, keep int) error
+	// Get returns the session whose cookie hashes to idHash (false: none).
+	Get(ctx context.Context, idHash string) (Session, bool, error)
+	// Touch records a use at seen.
+	Touch(ctx context.Context, idHash string, seen time.Time) error
+	// Delete ends the session.
+	Delete(ctx context.Context, idHash string) error
 }
+
+// Session is a signed-in session: the identity its token named, the
+// SHA-256 hex of that token (the session ends when the token is no longer
+// configured), and its CSRF token.
+type Session struct {
+	IDHash    string
+	Identity  string
+	TokenHash string
+	CSRF      string
+	Created   time.Time
+	Seen      time.Time
+}
+
+// touchEvery is how stale a session's seen time may get before a request
+// writes it again: one write a minute per session, not one per request.
+const touchEvery = time.Minute
 
 // New returns the dashboard.
 func New(opts Options) *Dashboard {
@@ -120,8 +152,29 @@ func New(opts Options) *Dashboard {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	return &Dashboard{opts: opts, static: http.StripPrefix(Prefix, http.FileServerFS(sub)),
-		sessions: map[string]*session{}, openCSRF: randomHex()}
+	d := &Dashboard{opts: opts, static: http.StripPrefix(Prefix, http.FileServerFS(sub)),
+		sessions: opts.Sessions, openCSRF: randomHex()}
+	if d.sessions == nil {
+		d.sessions = &memorySessions{m: map[string]Session{}}
+	}
+	for tok, id := range opts.Tokens {
+		if tok != "" {
+			if d.tokens == nil {
+				d.tokens = map[[32]byte]string{}
+			}
+			d.tokens[sha256.Sum256([]byte(tok))] = id
+		}
+	}
+	return d
+}
+
+// loginRequired reports whether the page needs a sign-in.
+func (d *Dashboard) loginRequired() bool { return d.tokens != nil }
+
+// digest is the hex SHA-256 of s.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func randomHex() string {
@@ -156,24 +209,35 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // who returns the signed-in identity and its CSRF token, or "" when the
-// request has no valid session (and a login is needed).
-func (d *Dashboard) who(r *http.Request) (identity, csrf string) {
-	if d.opts.Authenticate == nil {
-		return d.opts.Local.ID, d.openCSRF
+// request has no valid session (and a login is needed): none, idle for
+// sessionIdle, or made with a token no longer configured (or configured
+// for another identity) — those are ended.
+func (d *Dashboard) who(r *http.Request) (identity, csrf string, err error) {
+	if !d.loginRequired() {
+		return d.opts.Local.ID, d.openCSRF, nil
 	}
 	c, err := r.Cookie(CookieName)
 	if err != nil || c.Value == "" {
-		return "", ""
+		return "", "", nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := d.sessions[c.Value]
-	if s == nil || time.Since(s.seen) > sessionIdle {
-		delete(d.sessions, c.Value)
-		return "", ""
+	ctx, idHash := r.Context(), digest(c.Value)
+	s, ok, err := d.sessions.Get(ctx, idHash)
+	if err != nil || !ok {
+		return "", "", err
 	}
-	s.seen = time.Now()
-	return s.identity, s.csrf
+	var tokenSum [32]byte
+	if b, err := hex.DecodeString(s.TokenHash); err == nil && len(b) == len(tokenSum) {
+		copy(tokenSum[:], b)
+	}
+	if id, configured := d.tokens[tokenSum]; !configured || id != s.Identity || time.Since(s.Seen) > sessionIdle {
+		return "", "", d.sessions.Delete(ctx, idHash)
+	}
+	if time.Since(s.Seen) > touchEvery {
+		if err := d.sessions.Touch(ctx, idHash, time.Now()); err != nil {
+			return "", "", err
+		}
+	}
+	return s.Identity, s.CSRF, nil
 }
 
 // caller is identity's caller.
@@ -203,18 +267,26 @@ func (d *Dashboard) api(w http.ResponseWriter, r *http.Request, name string) {
 	case "login":
 		d.login(w, r)
 		return
-	case "me":
-		identity, csrf := d.who(r)
+	}
+	identity, csrf, err := d.who(r)
+	if err != nil {
+		d.opts.Logger.Warn("dashboard sessions unavailable", "err", err)
+		env := abi.NewEnvelope(abi.CodeUnavailable, "the dashboard's sessions cannot be read: "+err.Error(),
+			"try again in a moment; if it persists, check the board's store in the host's log")
+		env.Retryable = true
+		writeEnvelope(w, http.StatusServiceUnavailable, env)
+		return
+	}
+	if name == "me" {
 		if identity == "" {
 			writeJSON(w, http.StatusOK, map[string]any{"signed_in": false, "login_required": true})
 			return
 		}
 		c := d.caller(identity)
-		writeJSON(w, http.StatusOK, map[string]any{"signed_in": true, "login_required": d.opts.Authenticate != nil,
+		writeJSON(w, http.StatusOK, map[string]any{"signed_in": true, "login_required": d.loginRequired(),
 			"identity": c.ID, "role": c.Role, "operator": d.operator(c), "csrf": csrf})
 		return
 	}
-	identity, csrf := d.who(r)
 	if identity == "" {
 		writeEnvelope(w, http.StatusUnauthorized, abi.NewEnvelope(abi.CodePermissionDenied, "sign in first",
 			"open the dashboard and sign in with your bearer token"))
@@ -321,7 +393,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, http.StatusMethodNotAllowed, abi.NewEnvelope(abi.CodeInvalidArgument, "use POST", "POST {token}"))
 		return
 	}
-	if d.opts.Authenticate == nil {
+	if !d.loginRequired() {
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 		return
 	}
@@ -332,7 +404,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		writeEnvelope(w, http.StatusBadRequest, abi.NewEnvelope(abi.CodeInvalidArgument, "the body is not {token}", "type the bearer token"))
 		return
 	}
-	identity, ok := d.opts.Authenticate(strings.TrimSpace(body.Token))
+	// A map lookup by the digest: its timing tells nothing of the token.
+	tokenSum := sha256.Sum256([]byte(strings.TrimSpace(body.Token)))
+	identity, ok := d.tokens[tokenSum]
 	if !ok {
 		// Slow guessing down a little; the token space does the rest.
 		time.Sleep(200 * time.Millisecond)
@@ -340,33 +414,89 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 			"use the token plugboard serve was given (--http-token-file, $PLUGBOARD_HTTP_TOKEN) or an agent's from --agents"))
 		return
 	}
-	id := randomHex()
-	d.mu.Lock()
-	if len(d.sessions) >= maxSessions {
-		oldest, at := "", time.Now()
-		for k, s := range d.sessions {
-			if s.seen.Before(at) {
-				oldest, at = k, s.seen
-			}
-		}
-		delete(d.sessions, oldest)
+	id, now := randomHex(), time.Now()
+	sess := Session{IDHash: digest(id), Identity: identity, TokenHash: hex.EncodeToString(tokenSum[:]), CSRF: randomHex(),
+		Created: now, Seen: now}
+	if err := d.sessions.Create(r.Context(), sess, now.Add(-sessionIdle), maxSessions); err != nil {
+		d.opts.Logger.Warn("dashboard session not stored", "err", err)
+		env := abi.NewEnvelope(abi.CodeUnavailable, "the sign-in could not be stored: "+err.Error(),
+			"try again in a moment; if it persists, check the board's store in the host's log")
+		env.Retryable = true
+		writeEnvelope(w, http.StatusServiceUnavailable, env)
+		return
 	}
-	d.sessions[id] = &session{identity: identity, csrf: randomHex(), seen: time.Now()}
-	d.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionIdle / time.Second)})
 	d.opts.Logger.Info("dashboard sign-in", "identity", identity)
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
+// logout ends the session on every host sharing the store, and clears the
+// cookie.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(CookieName); err == nil {
-		d.mu.Lock()
-		delete(d.sessions, c.Value)
-		d.mu.Unlock()
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		if err := d.sessions.Delete(r.Context(), digest(c.Value)); err != nil {
+			d.opts.Logger.Warn("dashboard session not deleted", "err", err)
+			env := abi.NewEnvelope(abi.CodeUnavailable, "the sign-out could not be stored: "+err.Error(),
+				"try again in a moment")
+			env.Retryable = true
+			writeEnvelope(w, http.StatusServiceUnavailable, env)
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+// memorySessions keeps sessions in this process (Options.Sessions nil).
+type memorySessions struct {
+	mu sync.Mutex
+	m  map[string]Session
+}
+
+func (m *memorySessions) Create(_ context.Context, s Session, idleBefore time.Time, keep int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, old := range m.m {
+		if old.Seen.Before(idleBefore) {
+			delete(m.m, k)
+		}
+	}
+	for len(m.m) >= keep {
+		oldest := ""
+		for k, old := range m.m {
+			if oldest == "" || old.Seen.Before(m.m[oldest].Seen) {
+				oldest = k
+			}
+		}
+		delete(m.m, oldest)
+	}
+	m.m[s.IDHash] = s
+	return nil
+}
+
+func (m *memorySessions) Get(_ context.Context, idHash string) (Session, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.m[idHash]
+	return s, ok, nil
+}
+
+func (m *memorySessions) Touch(_ context.Context, idHash string, seen time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.m[idHash]; ok && s.Seen.Before(seen) {
+		s.Seen = seen
+		m.m[idHash] = s
+	}
+	return nil
+}
+
+func (m *memorySessions) Delete(_ context.Context, idHash string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, idHash)
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

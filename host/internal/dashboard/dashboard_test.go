@@ -15,13 +15,9 @@ import (
 func fake(t *testing.T, tokens map[string]string) (*Dashboard, *[]string) {
 	t.Helper()
 	var calls []string
-	var auth func(string) (string, bool)
-	if tokens != nil {
-		auth = func(tok string) (string, bool) { id, ok := tokens[tok]; return id, ok }
-	}
 	d := New(Options{
-		Authenticate: auth,
-		Local:        &abi.Caller{ID: "local", Role: "SUPERVISOR"},
+		Tokens: tokens,
+		Local:  &abi.Caller{ID: "local", Role: "SUPERVISOR"},
 		Callers: func(id string) *abi.Caller {
 			if id == "worker-1" {
 				return &abi.Caller{ID: id, Role: "WORKER"}
@@ -143,5 +139,54 @@ func TestLoginSessionCookieAndRoles(t *testing.T) {
 	}
 	if w := do(d, "GET", "/ui/api/tools", "", nil, worker); w.Code != 401 {
 		t.Fatalf("after logout: %d", w.Code)
+	}
+}
+
+// TestSessionsSharedAndRevoked: dashboards sharing one Sessions (hosts
+// sharing a store) honour each other's sign-in and sign-out; a session
+// made with a token the operator has since removed, or that now names
+// another identity, is refused and ended; the sessions hold neither the
+// cookie nor the token.
+func TestSessionsSharedAndRevoked(t *testing.T) {
+	shared := &memorySessions{m: map[string]Session{}}
+	tokens := map[string]string{"worker-token": "worker-1"}
+	a := New(Options{Tokens: tokens, Sessions: shared, Local: &abi.Caller{ID: "local"}, Tools: func(*abi.Caller) []Tool { return nil }})
+	b := New(Options{Tokens: tokens, Sessions: shared, Local: &abi.Caller{ID: "local"}, Tools: func(*abi.Caller) []Tool { return nil }})
+	login := func(d *Dashboard) *http.Cookie {
+		w := do(d, "POST", "/ui/api/login", `{"token":"worker-token"}`, nil)
+		if w.Code != 200 || len(w.Result().Cookies()) != 1 {
+			t.Fatalf("login: %d %s", w.Code, w.Body)
+		}
+		return w.Result().Cookies()[0]
+	}
+	cookie := login(a)
+	me := decode(t, do(b, "GET", "/ui/api/me", "", nil, cookie))
+	if me["signed_in"] != true || me["identity"] != "worker-1" {
+		t.Fatalf("B with A's cookie: %v", me)
+	}
+	for _, s := range shared.m {
+		if s.IDHash == cookie.Value || strings.Contains(s.TokenHash, "worker-token") || s.TokenHash == "" {
+			t.Fatalf("the session holds the cookie or the token: %+v", s)
+		}
+	}
+	if w := do(b, "POST", "/ui/api/logout", `{}`, map[string]string{CSRFHeader: me["csrf"].(string)}, cookie); w.Code != 200 {
+		t.Fatalf("logout on B: %d", w.Code)
+	}
+	if w := do(a, "GET", "/ui/api/tools", "", nil, cookie); w.Code != 401 {
+		t.Fatalf("A after the sign-out on B: %d", w.Code)
+	}
+
+	cookie = login(a)
+	revoked := New(Options{Tokens: map[string]string{"new-token": "worker-1"}, Sessions: shared, Local: &abi.Caller{ID: "local"}})
+	if w := do(revoked, "GET", "/ui/api/tools", "", nil, cookie); w.Code != 401 {
+		t.Fatalf("a session whose token was removed: %d", w.Code)
+	}
+	if len(shared.m) != 0 {
+		t.Fatalf("the revoked session was not ended: %v", shared.m)
+	}
+	cookie = login(a)
+	renamed := New(Options{Tokens: map[string]string{"worker-token": "someone-else"}, Sessions: shared, Local: &abi.Caller{ID: "local"}})
+	if w := do(renamed, "GET", "/ui/api/tools", "", nil, cookie); w.Code != 401 {
+		t.Fatalf("a session whose token now names another identity: %d", w.Code)
 	}
 }

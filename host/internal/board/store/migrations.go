@@ -244,4 +244,19 @@ CREATE INDEX host_commands_time ON host_commands(created_at);
 -- mail other hosts stored (host/internal/mail Watch).
 CREATE INDEX mail_time ON mail(created_at, id);
 `,
+	// 6: dashboard sessions in the store, so that every host sharing it
+	// honours a sign-in and a sign-out, and a restart keeps them. The
+	// cookie's value is stored only as its SHA-256, the token it was made
+	// with likewise.
+	`
+CREATE TABLE dashboard_sessions (
+	id_hash    TEXT PRIMARY KEY,
+	identity   TEXT NOT NULL,
+	token_hash TEXT NOT NULL,
+	csrf       TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	seen_at    TEXT NOT NULL
+);
+CREATE INDEX dashboard_sessions_seen ON dashboard_sessions(seen_at);
+`,
 }
