@@ -431,14 +431,15 @@ func (s *Service) markNotified(id string) bool {
 // ends. Mail that existed when it started is not notified.
 func (s *Service) Watch(ctx context.Context) {
 	var st Store
-	for st == nil {
+	for {
 		var err error
-		if st, err = s.store(ctx); err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(watchEvery):
-			}
+		if st, err = s.store(ctx); err == nil && st != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(watchEvery):
 		}
 	}
 	stored, unsubscribe := st.Subscribe(store.SignalMail)
