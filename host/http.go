@@ -36,6 +36,10 @@ type HTTPOptions struct {
 	// default, negative none (ReadTimeout must not be negative).
 	ReadTimeout, SessionIdle time.Duration
 	MaxSessions              int
+	// Stateless serves each request in a session of its own, so that
+	// hosts sharing a store behind a load balancer need no sticky routing
+	// (see mcpserver.HTTPOptions.Stateless for what it gives up).
+	Stateless bool
 	// NoDashboard leaves the web dashboard out: "/" is then a 404 like
 	// any other path but the MCP endpoints.
 	NoDashboard bool
@@ -57,6 +61,7 @@ func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions)
 		Loopback: tcp.IP.IsLoopback(), Port: strconv.Itoa(tcp.Port),
 		Logger: h.log, ShutdownGrace: ShutdownGrace, Execute: mcpserver.REST(h.dispatcher, mopts),
 		ReadTimeout: opts.ReadTimeout, SessionIdle: opts.SessionIdle, MaxSessions: opts.MaxSessions,
+		Stateless: opts.Stateless,
 	}
 	if len(opts.Tokens) > 0 {
 		hopts.Authenticate = mcpserver.Tokens(opts.Tokens)

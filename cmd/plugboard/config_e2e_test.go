@@ -195,7 +195,7 @@ func TestConfigServeHTTP(t *testing.T) {
 	envToken := strings.Repeat("e", 40)
 	writeJSON(t, filepath.Join(dir, "token"), fileToken+"\n")
 	cfg := writeJSON(t, filepath.Join(dir, "pb.json"), `{"data": "data", "plugins": {"dirs": [`+jsonString(plugins)+`]},
-  "http": {"addr": "127.0.0.1:0", "token_file": "token", "max_sessions": 2}}`)
+  "http": {"addr": "127.0.0.1:0", "token_file": "token", "max_sessions": 2, "stateless": true}}`)
 	body := `{"agentId":"local","toolName":"echo","input":{"text":"hi"}}`
 
 	s := launchHTTP(t, cleanEnv(), []string{"serve", "--config", cfg})
@@ -207,6 +207,9 @@ func TestConfigServeHTTP(t *testing.T) {
 	}
 	if !strings.Contains(s.stderr.String(), "max_sessions=2") {
 		t.Errorf("http.max_sessions not applied:\n%s", s.stderr.String())
+	}
+	if !strings.Contains(s.stderr.String(), "stateless=true") {
+		t.Errorf("http.stateless not applied:\n%s", s.stderr.String())
 	}
 
 	s = launchHTTP(t, cleanEnv(config.EnvHTTPToken+"="+envToken), []string{"serve", "--config", cfg})

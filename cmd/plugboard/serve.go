@@ -98,7 +98,7 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 		auth = "bearer token"
 	}
 	h.Logger().Info("HTTP transport", "loopback", isLoopback(ln), "auth", auth, "read_timeout", hc.readTimeout,
-		"session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions)
+		"session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions, "stateless", hc.stateless)
 	// One parseable line: tests and scripts read the URL (and so the port
 	// chosen for ADDR:0) from it.
 	fmt.Fprintf(stderr, "plugboard: serving MCP over HTTP at http://%s%s\n", ln.Addr(), plughost.MCPPath)
@@ -117,6 +117,8 @@ type httpFlags struct {
 	// hold (host.HTTPOptions).
 	readTimeout, sessionIdle time.Duration
 	maxSessions              int
+	// stateless serves each request in a session of its own.
+	stateless bool
 }
 
 // envHTTPToken is the bearer token when neither --http-token nor
@@ -130,6 +132,7 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readTimeout, "http-read-timeout", plughost.DefaultHTTPReadTimeout, "time a client has to send one request's headers and body; a slower one loses its connection")
 	fs.DurationVar(&f.sessionIdle, "http-session-idle", plughost.DefaultHTTPSessionIdle, "end an MCP session after this long without a request (0: never)")
 	fs.IntVar(&f.maxSessions, "http-max-sessions", plughost.DefaultHTTPMaxSessions, "MCP sessions one identity may hold; opening another ends its least recently used idle one (0: no cap)")
+	fs.BoolVar(&f.stateless, "http-stateless", false, "serve each request in a session of its own (no Mcp-Session-Id): hosts behind a load balancer need no sticky routing; no mail notices, sampling or elicitation over HTTP")
 }
 
 // listen opens ADDR and returns the transport's options: DNS-rebinding
@@ -158,7 +161,7 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, plughos
 	case f.maxSessions < 0:
 		return nil, opts, usageError("--http-max-sessions must not be negative, got %d", f.maxSessions)
 	}
-	opts.ReadTimeout, opts.SessionIdle, opts.MaxSessions = f.readTimeout, f.sessionIdle, f.maxSessions
+	opts.ReadTimeout, opts.SessionIdle, opts.MaxSessions, opts.Stateless = f.readTimeout, f.sessionIdle, f.maxSessions, f.stateless
 	// In HTTPOptions zero means the default and negative "none".
 	if f.sessionIdle == 0 {
 		opts.SessionIdle = -1

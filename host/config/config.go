@@ -164,6 +164,8 @@ type HTTP struct {
 	ReadTimeout *Duration `json:"read_timeout,omitempty"`
 	SessionIdle *Duration `json:"session_idle,omitempty"`
 	MaxSessions *int      `json:"max_sessions,omitempty"`
+	// Stateless is --http-stateless.
+	Stateless *bool `json:"stateless,omitempty"`
 }
 
 // shape is the file as JSON: the sections other packages own are decoded
@@ -467,6 +469,13 @@ func integer[T int | uint](n *T) []string {
 	return []string{fmt.Sprint(*n)}
 }
 
+func boolean(b *bool) []string {
+	if b == nil {
+		return nil
+	}
+	return []string{strconv.FormatBool(*b)}
+}
+
 func nonEmpty(s string) []string {
 	if s == "" {
 		return nil
@@ -499,6 +508,7 @@ var settings = []setting{
 	{path: "http.read_timeout", flag: "http-read-timeout", value: func(c *Config) []string { return dur(c.HTTP.ReadTimeout) }},
 	{path: "http.session_idle", flag: "http-session-idle", value: func(c *Config) []string { return dur(c.HTTP.SessionIdle) }},
 	{path: "http.max_sessions", flag: "http-max-sessions", value: func(c *Config) []string { return integer(c.HTTP.MaxSessions) }},
+	{path: "http.stateless", flag: "http-stateless", value: func(c *Config) []string { return boolean(c.HTTP.Stateless) }},
 }
 
 // Given returns the flags of fs the command line set (after fs.Parse,
@@ -628,6 +638,9 @@ func (c *Config) Summary() string {
 	}
 	if h := c.HTTP; h.ReadTimeout != nil || h.SessionIdle != nil || h.MaxSessions != nil {
 		http = append(http, "limits")
+	}
+	if h := c.HTTP; h.Stateless != nil && *h.Stateless {
+		http = append(http, "stateless")
 	}
 	if len(http) > 0 {
 		add("http (%s)", strings.Join(http, ", "))

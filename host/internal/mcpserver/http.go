@@ -115,6 +115,14 @@ type HTTPOptions struct {
 	// MaxSessions caps the sessions of one identity (default
 	// DefaultMaxSessions; negative: no cap). See sessionLimiter.
 	MaxSessions int
+	// Stateless serves every request in a session of its own that ends
+	// with it (the go-sdk's stateless mode): no Mcp-Session-Id, so any
+	// host behind a load balancer can answer any request. What needs a
+	// session across requests is given up: notifications outside a
+	// request (mail notices, list changes), and server-to-client requests
+	// (sampling, elicitation, roots), which fail at once. SessionIdle and
+	// MaxSessions do not apply.
+	Stateless bool
 	// Dashboard, when set, serves "/" and the paths Dashboard.Handles
 	// (host/internal/dashboard) behind the same loopback and request
 	// guards; it authenticates its own requests (a session cookie from a
@@ -182,7 +190,7 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 	h.streams, h.endStreams = context.WithCancel(context.Background())
 	h.calls, h.cancelCalls = context.WithCancel(context.Background())
 	srv.AddReceivingMiddleware(h.cancelOnStop)
-	if opts.MaxSessions > 0 {
+	if opts.MaxSessions > 0 && !opts.Stateless {
 		h.sessions = newSessionLimiter(opts.MaxSessions)
 		srv.AddReceivingMiddleware(h.sessions.middleware)
 	}
@@ -192,6 +200,7 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:         opts.Logger,
 		SessionTimeout: max(opts.SessionIdle, 0),
+		Stateless:      opts.Stateless,
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, streamable)

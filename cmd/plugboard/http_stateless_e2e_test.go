@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugboard/plugboard/abi/tasks"
+	"github.com/plugboard/plugboard/build/buildtest"
+)
+
+// roundRobin is a load balancer without sticky routing: each request goes
+// to the next host in turn.
+type roundRobin struct {
+	hosts  []*url.URL
+	next   atomic.Int64
+	mu     sync.Mutex
+	served map[string]int // host → requests
+}
+
+func newRoundRobin(t *testing.T, servers ...*httpServer) (*roundRobin, string) {
+	rr := &roundRobin{served: map[string]int{}}
+	for _, s := range servers {
+		u, err := url.Parse("http://" + s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr.hosts = append(rr.hosts, u)
+	}
+	proxy := &httputil.ReverseProxy{
+		// The upstream's own address as Host: the servers listen on
+		// loopback and refuse any other (DNS-rebinding protection).
+		Rewrite: func(r *httputil.ProxyRequest) {
+			target := rr.hosts[int(rr.next.Add(1))%len(rr.hosts)]
+			rr.mu.Lock()
+			rr.served[target.Host]++
+			rr.mu.Unlock()
+			r.SetURL(target)
+		},
+		FlushInterval: -1, // event streams pass through as they come
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return rr, srv.URL
+}
+
+func (rr *roundRobin) counts() map[string]int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range rr.served {
+		out[k] = v
+	}
+	return out
+}
+
+// TestStatelessHTTPBehindRoundRobin: two hosts sharing one store (their
+// own data directories, one SQLite file) behind a load balancer that sends
+// each request to the next host. With --http-stateless an MCP client works
+// through it — tools, calls, a request_id honoured once across both hosts,
+// a call's progress — and both hosts answer; without it the second host
+// does not know the session the first opened, and the client fails.
+func TestStatelessHTTPBehindRoundRobin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary")
+	}
+	plugins, _ := buildtest.Plugins(t, append([]string{"plugins/textdiff"}, taskPlugins...)...)
+	dataA, _ := dashboardBoard(t)
+	shared := filepath.Join(dataA, "board.db")
+	serve := func(data string, extra ...string) *httpServer {
+		return launchHTTP(t, httpEnv(), append([]string{"serve", "--http", "127.0.0.1:0", "--plugins", plugins,
+			"--data", data, "--store", shared}, extra...))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	rr, base := newRoundRobin(t, serve(dataA, "--http-stateless"), serve(t.TempDir(), "--http-stateless"))
+	session, progress, err := connectHTTP(t, base+"/mcp", "")
+	if err != nil {
+		t.Fatalf("connect through the load balancer: %v", err)
+	}
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list through the load balancer: %v", err)
+	}
+	if len(tools.Tools) == 0 {
+		t.Fatal("tools/list lists no tools")
+	}
+	var projects tasks.ProjectsOut
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	structured(t, res, &projects)
+	if len(projects.Projects) != 1 {
+		t.Fatalf("list_projects = %+v", projects)
+	}
+	ids := map[string]bool{}
+	for range 6 {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "create_task", Arguments: map[string]any{
+			"project_id": projects.Projects[0].ProjectID, "title": "Once", "request_id": "rr-once"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task tasks.Task
+		structured(t, res, &task)
+		ids[task.TaskID] = true
+	}
+	if len(ids) != 1 {
+		t.Fatalf("six keyed create_task calls across both hosts made tasks %v, want one", ids)
+	}
+	params := &mcp.CallToolParams{Name: "text_diff", Arguments: map[string]any{"old_text": "a\n", "new_text": "b\n"}}
+	params.SetProgressToken("rr-diff")
+	if _, err := session.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); len(progress.all()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no progress of the call reached the client")
+		}
+	}
+	counts := rr.counts()
+	if len(counts) != 2 {
+		t.Fatalf("requests per host %v, want both hosts to have answered", counts)
+	}
+	for host, n := range counts {
+		if n < 3 {
+			t.Errorf("host %s answered %d requests; the balancer should spread them", host, n)
+		}
+	}
+
+	// The same balancer in front of hosts with sessions: the client's
+	// session lives on one host only.
+	_, base = newRoundRobin(t, serve(t.TempDir()), serve(t.TempDir()))
+	failed := false
+	if session, _, err := connectHTTP(t, base+"/mcp", ""); err != nil {
+		failed = true
+	} else {
+		for range 4 {
+			if _, err := session.ListTools(ctx, nil); err != nil {
+				failed = true
+				break
+			}
+		}
+	}
+	if !failed {
+		t.Error("hosts with sessions worked behind a balancer without sticky routing; the stateless test proves nothing")
+	}
+}
