@@ -37,6 +37,8 @@ type (
 	LogsArgs   = board.LogsArgs
 	LogsResult = board.LogsResult
 	LogEntry   = board.LogEntry
+	// HostInfo is one host sharing the board's store (Board.Hosts).
+	HostInfo = board.HostInfo
 )
 
 // Errors the operator's board API returns (wrapped; test with errors.Is).
@@ -109,6 +111,12 @@ func (b *Board) Close() error {
 		return nil
 	}
 	return b.b.Close()
+}
+
+// Hosts lists the hosts sharing the board's store: alive or not, their
+// serving processes and their attempts with a running process.
+func (b *Board) Hosts(ctx context.Context) ([]HostInfo, error) {
+	return b.b.Hosts(ctx)
 }
 
 // CreateProject creates a project with its repositories.

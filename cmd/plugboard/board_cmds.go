@@ -1008,3 +1008,38 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+func hostListCommand(fs *flag.FlagSet) runFunc {
+	c := newBoardCmd(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, 0, 0); err != nil {
+			return err
+		}
+		b, err := c.open(ctx, in)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		hosts, err := b.Hosts(ctx)
+		if err != nil {
+			return c.fail(in, err)
+		}
+		if *asJSON {
+			return printJSON(in.stdout, map[string]any{"hosts": hosts})
+		}
+		tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOST_ID\tSTATE\tPROCESSES\tLAST_SEEN\tRUNNING_ATTEMPTS")
+		for _, h := range hosts {
+			state := "down"
+			if h.Alive {
+				state = "alive"
+			}
+			if h.This {
+				state += " (this data directory)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", h.HostID, state, h.Processes, shortTime(h.LastSeen), h.RunningAttempts)
+		}
+		return tw.Flush()
+	}
+}

@@ -108,6 +108,9 @@ func init() {
 		{name: "attempt executors", usage: "[--json] [board flags]",
 			summary: "list the executor profiles and whether they are available here",
 			section: sectionBoard, setup: attemptExecutorsCommand},
+		{name: "host list", usage: "[--json] [board flags]",
+			summary: "the hosts sharing the board's store: alive or not, serving processes, last lease renewal, attempts running in their worktrees",
+			section: sectionBoard, setup: hostListCommand},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,12 +207,45 @@ func TestMultiHostSharedStore(t *testing.T) {
 
 	// Host A dies; B marks its attempt killed.
 	second := start("Orphaned")
+	idA, idB := readHostID(t, dataA), readHostID(t, dataB)
+	hosts := listHosts(t, dataB, url)
+	if a, b := hosts[idA], hosts[idB]; !a.Alive || a.Processes != 1 || a.RunningAttempts != 1 || a.This ||
+		!b.Alive || b.Processes != 1 || !b.This || len(hosts) != 2 {
+		t.Fatalf("host list before A dies: %+v", hosts)
+	}
 	if err := hostA.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killedAt := time.Now()
 	waitState(t, hostB, second.AttemptID, tasks.StateFailed, 30*time.Second)
 	t.Logf("B marked A's attempt after %v", time.Since(killedAt).Round(time.Millisecond))
+	if a := listHosts(t, dataB, url)[idA]; a.Alive || a.Processes != 0 || a.RunningAttempts != 0 || a.LastSeen == "" {
+		t.Fatalf("host A in the host list after it died: %+v", a)
+	}
+}
+
+func readHostID(t *testing.T, data string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "host-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// listHosts runs `plugboard host list --json` and maps its hosts by id.
+func listHosts(t *testing.T, data, store string) map[string]plughost.HostInfo {
+	t.Helper()
+	stdout, stderr, code := runCLI(t, "host", "list", "--json", "--data", data, "--store", store)
+	var out struct{ Hosts []plughost.HostInfo }
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+		t.Fatalf("host list: exit %d\n%s%s", code, stdout, stderr)
+	}
+	byID := map[string]plughost.HostInfo{}
+	for _, h := range out.Hosts {
+		byID[h.HostID] = h
+	}
+	return byID
 }
 
 // waitState polls get_attempt_status on h until the attempt is in state.

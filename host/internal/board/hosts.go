@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -389,4 +390,76 @@ func (b *Board) runCommand(ctx context.Context, c store.HostCommand) (result, er
 		return "", err.Error()
 	}
 	return string(raw), ""
+}
+
+// HostInfo is one host sharing the store, as an operator sees it: whether
+// a process serving it holds a fresh lease, how many do, when one last
+// renewed its lease, and how many attempts with a running process its
+// worktrees hold.
+type HostInfo struct {
+	HostID string `json:"host_id"`
+	// This is the host of the data directory this board was opened on.
+	This bool `json:"this"`
+	// Alive: a process serving it is running — on this machine its pid
+	// tells, on another its lease renewed within hostLeaseTTL; Processes
+	// counts those (the process asking is not counted).
+	Alive     bool `json:"alive"`
+	Processes int  `json:"processes"`
+	// LastSeen is the newest lease renewal ("" when no lease is stored).
+	LastSeen        string `json:"last_seen"`
+	RunningAttempts int    `json:"running_attempts"`
+}
+
+// Hosts lists the hosts sharing the store: those with a stored lease and
+// those whose worktrees hold an attempt with a running process, by host id.
+// A host with running attempts that is not alive is one whose processes
+// the sweep is about to mark killed.
+func (b *Board) Hosts(ctx context.Context) ([]HostInfo, error) {
+	leases, err := b.store.HostLeases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("board: hosts: %w", err)
+	}
+	running, err := b.store.RunningAttemptsByHost(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("board: hosts: %w", err)
+	}
+	fresh := store.FormatTime(time.Now().Add(-hostLeaseTTL))
+	live := map[string]string{}
+	for _, l := range leases {
+		if l.HeartbeatAt >= fresh {
+			live[l.Owner] = l.HostID
+		}
+	}
+	byID := map[string]*HostInfo{}
+	get := func(id string) *HostInfo {
+		if byID[id] == nil {
+			byID[id] = &HostInfo{HostID: id, This: id == b.hostID}
+		}
+		return byID[id]
+	}
+	for _, l := range leases {
+		if l.Owner == b.owner {
+			get(l.HostID)
+			continue
+		}
+		h := get(l.HostID)
+		// As the sweep judges: on this machine a dead pid is gone at
+		// once, whatever its lease says.
+		if !b.ownerGone(l.Owner, live) {
+			h.Alive = true
+			h.Processes++
+		}
+		h.LastSeen = max(h.LastSeen, l.HeartbeatAt)
+	}
+	for id, n := range running {
+		if id != "" {
+			get(id).RunningAttempts = n
+		}
+	}
+	out := make([]HostInfo, 0, len(byID))
+	for _, h := range byID {
+		out = append(out, *h)
+	}
+	slices.SortFunc(out, func(a, b HostInfo) int { return strings.Compare(a.HostID, b.HostID) })
+	return out, nil
 }

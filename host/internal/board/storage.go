@@ -88,6 +88,10 @@ type Store interface {
 	// (a FormatTime string) to their host ids.
 	LiveHosts(ctx context.Context, since string) (map[string]string, error)
 	DropHost(ctx context.Context, owner string) error
+	// HostLeases returns every stored lease; RunningAttemptsByHost counts
+	// the attempts with a running process by their host.
+	HostLeases(ctx context.Context) ([]store.HostLease, error)
+	RunningAttemptsByHost(ctx context.Context) (map[string]int, error)
 	EnqueueHostCommand(ctx context.Context, c store.HostCommand) error
 	// ClaimHostCommands marks up to limit pending commands for hostID as
 	// running under owner and returns them: of concurrent claimers, one

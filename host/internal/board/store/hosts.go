@@ -145,3 +145,52 @@ func (s *Store) PruneHostCommands(ctx context.Context, before string) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM hosts WHERE heartbeat_at < ?`, before)
 	return err
 }
+
+// HostLease is one process's lease: the host it serves, when it started
+// and when it last renewed the lease.
+type HostLease struct {
+	Owner       string
+	HostID      string
+	StartedAt   string
+	HeartbeatAt string
+}
+
+// HostLeases returns every lease still stored (live or lapsed, until
+// PruneHostCommands removes it), by host id and owner.
+func (s *Store) HostLeases(ctx context.Context) ([]HostLease, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT owner, host_id, started_at, heartbeat_at FROM hosts ORDER BY host_id, owner`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []HostLease
+	for rows.Next() {
+		var l HostLease
+		if err := rows.Scan(&l.Owner, &l.HostID, &l.StartedAt, &l.HeartbeatAt); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// RunningAttemptsByHost counts, by the host that holds their worktree, the
+// attempts with a running process ("" for attempts older than hosts).
+func (s *Store) RunningAttemptsByHost(ctx context.Context) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT a.host_id, COUNT(DISTINCT a.id) FROM attempts a
+		JOIN execution_processes p ON p.attempt_id = a.id WHERE p.status = 'running' GROUP BY a.host_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var host string
+		var n int
+		if err := rows.Scan(&host, &n); err != nil {
+			return nil, err
+		}
+		out[host] = n
+	}
+	return out, rows.Err()
+}
