@@ -65,7 +65,7 @@ func TestWatchNotifiesMailOfOtherHosts(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); b.Watch(ctx) }()
-	time.Sleep(100 * time.Millisecond) // B's first poll records what exists
+	waitRecorded(t, b, old.MailID) // B's first poll records what exists
 
 	sentA, err := a.Send(ctx, caller, SendArgs{ToAgentID: "bob", Subject: "through A", Body: "x"})
 	if err != nil {
@@ -112,10 +112,15 @@ func TestWatchWakesOnSignal(t *testing.T) {
 	b := New(Static(open()), Options{Notifier: heardB})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	caller := &abi.Caller{ID: "alice", Role: "WORKER"}
+	old, err := a.Send(ctx, caller, SendArgs{ToAgentID: "bob", Subject: "before", Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); b.Watch(ctx) }()
-	time.Sleep(500 * time.Millisecond) // B's first read records what exists
-	sent, err := a.Send(ctx, &abi.Caller{ID: "alice", Role: "WORKER"}, SendArgs{ToAgentID: "bob", Subject: "through A", Body: "x"})
+	waitRecorded(t, b, old.MailID) // B's first read records what exists
+	sent, err := a.Send(ctx, caller, SendArgs{ToAgentID: "bob", Subject: "through A", Body: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +133,21 @@ func TestWatchWakesOnSignal(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// waitRecorded waits until s's Watch has recorded mail id as seen: its
+// first read is done, and mail stored from now on is new to it.
+func waitRecorded(t *testing.T, s *Service, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.notifiedMu.Lock()
+		_, seen := s.notified[id]
+		s.notifiedMu.Unlock()
+		if seen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Watch did not read the mail that existed (%s) within 30 s", id)
+		}
+	}
 }
