@@ -114,9 +114,10 @@ func (b *Board) Close() error {
 }
 
 // Hosts lists the hosts sharing the board's store: alive or not, their
-// serving processes and their attempts with a running process.
+// serving processes and their attempts with a running process. A board
+// OpenBoard opened is not counted as serving its host; a Host's is.
 func (b *Board) Hosts(ctx context.Context) ([]HostInfo, error) {
-	return b.b.Hosts(ctx)
+	return b.b.Hosts(ctx, !b.own)
 }
 
 // CreateProject creates a project with its repositories.

@@ -67,6 +67,13 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 			return h.mail.Reply(ctx, human, mail.ReplyArgs{MailID: id, Body: body})
 		},
 		Plugins: func(context.Context) any { return h.pluginsView() },
+		Hosts: func(ctx context.Context) (any, error) {
+			b, err := h.board.wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return b.Hosts(ctx, true)
+		},
 	})
 }
 

@@ -52,7 +52,7 @@ func dashboardBoard(t *testing.T) (data, repo string) {
 // made on the page; an attempt's log grows on screen while its SHELL run
 // prints; approve from the review page merges into the repository; a
 // refused request-changes shows the envelope's hint, a proper one queues
-// the feedback; the decision log, inbox and plugins views show; the page is
+// the feedback; the decision log, inbox, plugins and hosts views show; the page is
 // keyboard reachable, fits a phone, and logs no error.
 func TestDashboardInBrowser(t *testing.T) {
 	if testing.Short() {
@@ -159,6 +159,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.Screenshot(filepath.Join(shots, "plugins.png"))
 	p.Go(base + "#/inbox")
 	p.WaitText("main", "Inbox")
+	// The one host serving this store is listed, alive, as this host.
+	p.Go(base + "#/hosts")
+	p.WaitText("#hosts tbody", "(this host)")
+	if row := p.Text("#hosts tbody tr"); !strings.Contains(row, "alive") {
+		t.Errorf("the hosts view shows this host as %q, want alive", row)
+	}
 
 	if errs := p.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors: %v", errs)

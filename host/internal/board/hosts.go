@@ -402,7 +402,7 @@ type HostInfo struct {
 	This bool `json:"this"`
 	// Alive: a process serving it is running — on this machine its pid
 	// tells, on another its lease renewed within hostLeaseTTL; Processes
-	// counts those (the process asking is not counted).
+	// counts those.
 	Alive     bool `json:"alive"`
 	Processes int  `json:"processes"`
 	// LastSeen is the newest lease renewal ("" when no lease is stored).
@@ -413,8 +413,10 @@ type HostInfo struct {
 // Hosts lists the hosts sharing the store: those with a stored lease and
 // those whose worktrees hold an attempt with a running process, by host id.
 // A host with running attempts that is not alive is one whose processes
-// the sweep is about to mark killed.
-func (b *Board) Hosts(ctx context.Context) ([]HostInfo, error) {
+// the sweep is about to mark killed. countSelf says whether this process
+// is one of its host's: a server is; a one-shot command, which holds a
+// lease only while its board is open, is not, and its lease is left out.
+func (b *Board) Hosts(ctx context.Context, countSelf bool) ([]HostInfo, error) {
 	leases, err := b.store.HostLeases(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("board: hosts: %w", err)
@@ -438,11 +440,10 @@ func (b *Board) Hosts(ctx context.Context) ([]HostInfo, error) {
 		return byID[id]
 	}
 	for _, l := range leases {
-		if l.Owner == b.owner {
-			get(l.HostID)
+		h := get(l.HostID)
+		if l.Owner == b.owner && !countSelf {
 			continue
 		}
-		h := get(l.HostID)
 		// As the sweep judges: on this machine a dead pid is gone at
 		// once, whatever its lease says.
 		if !b.ownerGone(l.Owner, live) {

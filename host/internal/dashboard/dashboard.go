@@ -78,6 +78,8 @@ type Options struct {
 	ReplyMail func(ctx context.Context, mailID, body string) (any, error)
 	// Plugins describes the served plugins (operator only).
 	Plugins func(ctx context.Context) any
+	// Hosts lists the hosts sharing the board's store (operator only).
+	Hosts func(ctx context.Context) (any, error)
 	Logger  *slog.Logger
 }
 
@@ -333,7 +335,7 @@ func (d *Dashboard) api(w http.ResponseWriter, r *http.Request, name string) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": res})
-	case "decisions", "inbox", "inbox/read", "inbox/reply", "plugins":
+	case "decisions", "inbox", "inbox/read", "inbox/reply", "plugins", "hosts":
 		if !d.operator(c) {
 			writeEnvelope(w, http.StatusForbidden, abi.NewEnvelope(abi.CodePermissionDenied,
 				"only the operator or a SUPERVISOR may read "+name, "sign in with the operator's token"))
@@ -375,6 +377,12 @@ func (d *Dashboard) operatorAPI(w http.ResponseWriter, r *http.Request, name str
 		}
 	case "plugins":
 		out = d.opts.Plugins(ctx)
+	case "hosts":
+		if d.opts.Hosts == nil {
+			out = []any{}
+		} else {
+			out, err = d.opts.Hosts(ctx)
+		}
 	}
 	if err != nil {
 		var env *abi.Envelope

@@ -122,8 +122,10 @@ func TestLoginSessionCookieAndRoles(t *testing.T) {
 	if w := do(d, "POST", "/ui/api/call", `{"tool":"x"}`, map[string]string{CSRFHeader: "other"}, worker); w.Code != 403 {
 		t.Fatalf("wrong CSRF token: %d", w.Code)
 	}
-	if w := do(d, "GET", "/ui/api/plugins", "", nil, worker); w.Code != 403 {
-		t.Fatalf("worker reading plugins: %d", w.Code)
+	for _, view := range []string{"plugins", "hosts", "decisions", "inbox"} {
+		if w := do(d, "GET", "/ui/api/"+view, "", nil, worker); w.Code != 403 {
+			t.Fatalf("worker reading %s: %d", view, w.Code)
+		}
 	}
 	m := decode(t, do(d, "POST", "/ui/api/call", `{"tool":"refused"}`, map[string]string{CSRFHeader: csrf}, worker))
 	env, _ := m["error"].(map[string]any)

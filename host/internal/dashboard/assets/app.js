@@ -89,7 +89,7 @@ async function render() {
     if (current) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
   const views = {"": boardView, project: boardView, task: taskView, attempt: attemptView, review: reviewView,
-    decisions: decisionsView, inbox: inboxView, plugins: pluginsView};
+    decisions: decisionsView, inbox: inboxView, plugins: pluginsView, hosts: hostsView};
   await (views[view] || boardView)(decodeURIComponent(id || ""));
 }
 
@@ -388,6 +388,28 @@ async function pluginsView() {
         pl.tools.map((t) => h("div", {class: "card"}, h("strong", {}, t.name), h("pre", {class: "mono"}, t.description),
           h("details", {}, h("summary", {}, "Input schema"), h("pre", {class: "mono"}, JSON.stringify(t.input_schema, null, 2)))))))),
     p.problems.length ? [h("h2", {}, "Problems"), p.problems.map((x) => h("div", {class: "alert"}, x.path + ": " + x.error))] : null);
+}
+
+// ---- hosts ------------------------------------------------------------------
+
+// The hosts sharing the board's store, refreshed like the other live views.
+async function hostsView() {
+  const body = h("tbody", {});
+  page("Hosts",
+    h("p", {class: "muted"}, "Every host that has served this board's store. A host that is down has its running attempts marked killed by the others."),
+    h("div", {class: "wide"}, h("table", {id: "hosts"},
+      h("thead", {}, h("tr", {}, ["Host", "State", "Processes", "Last seen", "Running attempts"].map((c) => h("th", {scope: "col"}, c)))),
+      body)));
+  async function load() {
+    const hosts = await operatorRead("hosts");
+    if (!hosts) return;
+    body.replaceChildren(...hosts.map((x) => h("tr", {"data-host": x.host_id},
+      h("td", {class: "mono"}, x.host_id, x.this ? " (this host)" : ""),
+      h("td", {}, badge(x.alive ? "alive" : "down")),
+      h("td", {}, String(x.processes)), h("td", {class: "mono"}, x.last_seen || "—"), h("td", {}, String(x.running_attempts)))));
+  }
+  await load();
+  every(3000, load);
 }
 
 // ---- start ------------------------------------------------------------------
