@@ -79,8 +79,8 @@ type Options struct {
 	// Plugins describes the served plugins (operator only).
 	Plugins func(ctx context.Context) any
 	// Hosts lists the hosts sharing the board's store (operator only).
-	Hosts func(ctx context.Context) (any, error)
-	Logger  *slog.Logger
+	Hosts  func(ctx context.Context) (any, error)
+	Logger *slog.Logger
 }
 
 // Tool is a tool as the dashboard lists it.
