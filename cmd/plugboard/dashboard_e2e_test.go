@@ -165,6 +165,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if row := p.Text("#hosts tbody tr"); !strings.Contains(row, "alive") {
 		t.Errorf("the hosts view shows this host as %q, want alive", row)
 	}
+	p.Screenshot(filepath.Join(shots, "hosts.png"))
 
 	if errs := p.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors: %v", errs)
