@@ -86,15 +86,7 @@ func forwardingPair(b *testing.B, plugins, target string) (hostA, hostB *hostPro
 	}
 	hostA = startHost(b, "--plugins", plugins, "--data", dataA, "--store", target)
 	hostB = startHost(b, "--plugins", plugins, "--data", dataB, "--store", target)
-	var task tasks.Task
-	if env := hostA.call(b, "create_task", map[string]any{"project_id": project.ID, "title": "Forwarded reads",
-		"description": "echo changed > notes.txt; echo started; sleep 600"}, &task); env != nil {
-		b.Fatalf("create_task: %+v", env)
-	}
-	var started tasks.StartOut
-	if env := hostA.call(b, "start_task_attempt", map[string]any{"task_id": task.TaskID, "executor": "SHELL"}, &started); env != nil {
-		b.Fatalf("start_task_attempt: %+v", env)
-	}
+	started := startShellAttempt(b, hostA, project.ID, "Forwarded reads", "echo changed > notes.txt; echo started; sleep 600")
 	waitState(b, hostA, started.AttemptID, tasks.StateRunning, 30*time.Second)
 	b.Cleanup(func() {
 		hostA.call(b, "stop_attempt", map[string]any{"attempt_id": started.AttemptID, "force": true}, nil)

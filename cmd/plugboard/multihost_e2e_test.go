@@ -156,15 +156,7 @@ func TestMultiHostSharedStore(t *testing.T) {
 	// An attempt on A, stopped through B.
 	start := func(title string) tasks.StartOut {
 		t.Helper()
-		var task tasks.Task
-		if env := hostA.call(t, "create_task", map[string]any{"project_id": project.ID, "title": title,
-			"description": "echo started; sleep 600"}, &task); env != nil {
-			t.Fatalf("create_task: %+v", env)
-		}
-		var started tasks.StartOut
-		if env := hostA.call(t, "start_task_attempt", map[string]any{"task_id": task.TaskID, "executor": "SHELL"}, &started); env != nil {
-			t.Fatalf("start_task_attempt on A: %+v", env)
-		}
+		started := startShellAttempt(t, hostA, project.ID, title, "echo started; sleep 600")
 		waitState(t, hostB, started.AttemptID, tasks.StateRunning, 30*time.Second)
 		return started
 	}
@@ -222,6 +214,21 @@ func TestMultiHostSharedStore(t *testing.T) {
 	if a := listHosts(t, dataB, url)[idA]; a.Alive || a.Processes != 0 || a.RunningAttempts != 0 || a.LastSeen == "" {
 		t.Fatalf("host A in the host list after it died: %+v", a)
 	}
+}
+
+// startShellAttempt creates a task whose description is script in
+// projectID through h, and starts a SHELL attempt of it there.
+func startShellAttempt(t testing.TB, h *hostProc, projectID, title, script string) tasks.StartOut {
+	t.Helper()
+	var task tasks.Task
+	if env := h.call(t, "create_task", map[string]any{"project_id": projectID, "title": title, "description": script}, &task); env != nil {
+		t.Fatalf("create_task: %+v", env)
+	}
+	var started tasks.StartOut
+	if env := h.call(t, "start_task_attempt", map[string]any{"task_id": task.TaskID, "executor": "SHELL"}, &started); env != nil {
+		t.Fatalf("start_task_attempt: %+v", env)
+	}
+	return started
 }
 
 func readHostID(t *testing.T, data string) string {

@@ -272,11 +272,7 @@ func (d *Dashboard) api(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	identity, csrf, err := d.who(r)
 	if err != nil {
-		d.opts.Logger.Warn("dashboard sessions unavailable", "err", err)
-		env := abi.NewEnvelope(abi.CodeUnavailable, "the dashboard's sessions cannot be read: "+err.Error(),
-			"try again in a moment; if it persists, check the board's store in the host's log")
-		env.Retryable = true
-		writeEnvelope(w, http.StatusServiceUnavailable, env)
+		d.sessionsUnavailable(w, "the dashboard's sessions cannot be read", err)
 		return
 	}
 	if name == "me" {
@@ -426,11 +422,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	sess := Session{IDHash: digest(id), Identity: identity, TokenHash: hex.EncodeToString(tokenSum[:]), CSRF: randomHex(),
 		Created: now, Seen: now}
 	if err := d.sessions.Create(r.Context(), sess, now.Add(-sessionIdle), maxSessions); err != nil {
-		d.opts.Logger.Warn("dashboard session not stored", "err", err)
-		env := abi.NewEnvelope(abi.CodeUnavailable, "the sign-in could not be stored: "+err.Error(),
-			"try again in a moment; if it persists, check the board's store in the host's log")
-		env.Retryable = true
-		writeEnvelope(w, http.StatusServiceUnavailable, env)
+		d.sessionsUnavailable(w, "the sign-in could not be stored", err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true,
@@ -444,16 +436,23 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		if err := d.sessions.Delete(r.Context(), digest(c.Value)); err != nil {
-			d.opts.Logger.Warn("dashboard session not deleted", "err", err)
-			env := abi.NewEnvelope(abi.CodeUnavailable, "the sign-out could not be stored: "+err.Error(),
-				"try again in a moment")
-			env.Retryable = true
-			writeEnvelope(w, http.StatusServiceUnavailable, env)
+			d.sessionsUnavailable(w, "the sign-out could not be stored", err)
 			return
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+// sessionsUnavailable answers a request the session store failed: a
+// retryable envelope, since the store (the board's database) is usually
+// back in a moment, and a warning in the host's log for the operator.
+func (d *Dashboard) sessionsUnavailable(w http.ResponseWriter, what string, err error) {
+	d.opts.Logger.Warn("dashboard sessions unavailable", "what", what, "err", err)
+	env := abi.NewEnvelope(abi.CodeUnavailable, what+": "+err.Error(),
+		"try again in a moment; if it persists, check the board's store in the host's log")
+	env.Retryable = true
+	writeEnvelope(w, http.StatusServiceUnavailable, env)
 }
 
 // memorySessions keeps sessions in this process (Options.Sessions nil).

@@ -85,12 +85,11 @@ func (s *Store) execSignalled(ctx context.Context, kind, key, query string, args
 
 // listener owns a Store's listening connection and its subscribers.
 type listener struct {
-	mu      sync.Mutex
-	subs    map[*subscription]struct{}
-	cancel  context.CancelFunc // stops run; nil until the first subscriber
-	done    chan struct{}      // closed when run returns
-	closed  bool
-	lastErr error // the last connection failure, for tests and diagnosis
+	mu     sync.Mutex
+	subs   map[*subscription]struct{}
+	cancel context.CancelFunc // stops run; nil until the first subscriber
+	done   chan struct{}      // closed when run returns
+	closed bool
 }
 
 type subscription struct {
@@ -143,13 +142,12 @@ func (l *listener) run(ctx context.Context, target string) {
 	defer close(l.done)
 	backoff := listenRetryMin
 	for ctx.Err() == nil {
-		err := l.listenOnce(ctx, target, func() { backoff = listenRetryMin })
+		// A failure is not reported: the next attempt follows, and
+		// subscribers poll meanwhile (their fallback).
+		_ = l.listenOnce(ctx, target, func() { backoff = listenRetryMin })
 		if ctx.Err() != nil {
 			return
 		}
-		l.mu.Lock()
-		l.lastErr = err
-		l.mu.Unlock()
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
