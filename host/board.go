@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/plugboard/plugboard/host/internal/datadir"
+
 	"time"
 
 	"github.com/plugboard/plugboard/abi/tasks"
@@ -20,6 +21,9 @@ type (
 	BoardConfig = board.Config
 	// AgentEnv says what of the host's environment attempt processes get.
 	AgentEnv = board.AgentEnv
+	// Sandbox configures the OS sandbox of attempt processes
+	// (BoardConfig.Sandbox).
+	Sandbox = board.Sandbox
 	// RepoSpec is one repository of a project being created.
 	RepoSpec = board.RepoSpec
 	// Project is a project with its repositories, as the operator sees it.
@@ -94,7 +98,7 @@ func OpenBoard(ctx context.Context, cfg BoardConfig) (*Board, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("board: no data directory")
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := datadir.Prepare(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	b, err := board.Open(ctx, cfg)
@@ -267,3 +271,9 @@ func Now() string { return store.Now() }
 
 // FormatTime writes t in TimeFormat.
 func FormatTime(t time.Time) string { return store.FormatTime(t) }
+
+// SandboxMode says what confines attempt processes of a board configured
+// with sb on this machine: "landlock (ABI n, network open|closed)", "off
+// (...)" or "unavailable: <the kernel's reason>" (attempts then refuse to
+// start).
+func SandboxMode(sb Sandbox) string { return board.SandboxMode(sb) }

@@ -15,9 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plugboard/plugboard/host/config"
+	"github.com/plugboard/plugboard/host/internal/datadir"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +31,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/boardapi"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/grants"
+	"github.com/plugboard/plugboard/host/internal/hostkey"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/mail"
 	"github.com/plugboard/plugboard/host/internal/mcpserver"
@@ -112,6 +116,10 @@ type Host struct {
 	decisions  *audit.Log
 	idem       idempotency.Config
 	parts      lifecycle
+	// access is the agent endpoint attempt processes reach the board
+	// through (attemptaccess.go); nil when the embedder issues their
+	// access itself.
+	access *attemptAccess
 	// callsRunning is set at Close when calls outlived the grace period:
 	// the engine is then left to the process exit.
 	callsRunning bool
@@ -173,7 +181,7 @@ func (h *Host) open(ctx context.Context) error {
 	if err := cfg.Board.AgentEnv.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := datadir.Prepare(cfg.DataDir); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	dirs := cfg.PluginDirs
@@ -209,8 +217,24 @@ func (h *Host) open(ctx context.Context) error {
 	// agents do not outlive the host that records them.
 	bc := cfg.Board
 	bc.DataDir, bc.Logger = cfg.DataDir, h.log
+	// The plugins' secrets are theirs: no attempt process gets the
+	// variables they are read from, nor may reach their files.
+	secretVars, secretFiles := config.SecretSources(cfg.PluginSettings)
+	bc.AgentEnv.Never = append(slices.Clip(bc.AgentEnv.Never), secretVars...)
+	bc.Sandbox.Protected = append(slices.Clip(bc.Sandbox.Protected), secretFiles...)
+	if cfg.ConfigFile != "" {
+		bc.Sandbox.Protected = append(bc.Sandbox.Protected, cfg.ConfigFile)
+	}
+	// Attempt processes reach the board through the host's agent
+	// endpoint, as their attempt's WORKER, unless the embedder issues
+	// their access itself.
+	if bc.Access == nil {
+		h.access = &attemptAccess{h: h}
+		bc.Access = h.access.issue
+	}
 	h.board = &boardReady{ready: make(chan struct{})}
 	h.parts.add("task board", func(context.Context) error { return h.board.close() })
+	h.log.Info("attempt sandbox", "mode", board.SandboxMode(bc.Sandbox))
 
 	// The decision log (every call, and log_decision) and the mail system
 	// (mail tools, and escalations of calls that failed for good) keep
@@ -235,8 +259,15 @@ func (h *Host) open(ctx context.Context) error {
 			boardapi.WithScopes(cfg.Policy.Scope))
 	})
 
+	// Everything the engine and the registry read back from their caches
+	// is authenticated with the host's key (host/internal/hostkey).
+	cacheKey, err := hostkey.Load(cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	engineConfig := runtime.Config{
 		CacheDir:         filepath.Join(cfg.DataDir, "compiled"),
+		CacheKey:         cacheKey,
 		MemoryLimitPages: uint32(cfg.MemoryLimitMiB * 16),
 		MaxInstances:     cfg.MaxInstances,
 		CodeIdleTimeout:  cfg.UnloadIdle,
@@ -266,11 +297,13 @@ func (h *Host) open(ctx context.Context) error {
 		return errors.Join(engine.Close(ctx), interp.Close(ctx))
 	})
 	var conditions []string
-	if cfg.Board.ContextAttemptID != "" {
+	// get_context is served inside an attempt, and to attempt identities
+	// on the agent endpoint (callPolicy hides it from the others).
+	if cfg.Board.ContextAttemptID != "" || h.access != nil {
 		conditions = append(conditions, abi.WhenAttemptContext)
 	}
 	settings, sources := registrySettings(ctx, cfg.PluginSettings, cfg.ConfigFile, cfg.DataDir, h.log)
-	h.registry, err = registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: cfg.DataDir, Engine: engine, Interpreter: interp, Logger: h.log,
+	h.registry, err = registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: cfg.DataDir, CacheKey: cacheKey, Engine: engine, Interpreter: interp, Logger: h.log,
 		Grants: grantsPolicy, Conditions: conditions, Settings: settings, Sources: sources})
 	if err != nil {
 		return err
@@ -288,9 +321,14 @@ func (h *Host) open(ctx context.Context) error {
 	// the board's store; such a call waits for the board to open.
 	guard := idempotency.NewGuard(h.board.idempotencyStore, h.idem)
 	h.dispatcher = dispatch.New(h.registry, dispatch.Options{DefaultTimeout: cfg.CallTimeout, Logger: h.log, Idempotency: guard,
-		Policy: cfg.Policy, Auditor: h.decisions, Escalator: h.mail})
+		Policy: h.callPolicy(), Auditor: h.decisions, Escalator: h.mail})
 	h.log.Info("plugins loaded", "dirs", dirs, "plugins", len(h.registry.Plugins()), "tools", len(h.registry.Tools()),
 		"problems", len(h.registry.Problems()), "agents", len(cfg.Policy.Agents()))
+	// The agent endpoint starts with the first attempt process; it closes
+	// before calls in flight are waited for, like any listener.
+	if h.access != nil {
+		h.parts.add("agent endpoint", h.access.arm())
+	}
 	return nil
 }
 

@@ -85,9 +85,7 @@ func (c *boardCmd) open(ctx context.Context, in *invocation) (*plughost.Board, e
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
+	// OpenBoard prepares the data directory (the host's user's alone).
 	return c.openBoard(ctx, data, log)
 }
 

@@ -38,6 +38,9 @@ func call(ctx context.Context, in *invocation, hf *hostFlags, progress bool) err
 			return usageError("arguments are not valid JSON: %s", in.args[1])
 		}
 	}
+	if a, ok := hf.throughAttempt(); ok {
+		return callThroughAttempt(ctx, in, a, tool, argsJSON, progress)
+	}
 	if hf.logLevel == "info" {
 		hf.logLevel = "warn" // one call: keep stderr for what matters
 	}
@@ -48,13 +51,7 @@ func call(ctx context.Context, in *invocation, hf *hostFlags, progress bool) err
 	defer h.Close(context.WithoutCancel(ctx))
 	var report func(abi.ProgressRequest)
 	if progress {
-		report = func(p abi.ProgressRequest) {
-			if p.Total > 0 {
-				fmt.Fprintf(stderr, "progress %.0f/%.0f %s\n", p.Progress, p.Total, p.Message)
-			} else {
-				fmt.Fprintf(stderr, "progress %.0f %s\n", p.Progress, p.Message)
-			}
-		}
+		report = func(p abi.ProgressRequest) { printProgress(stderr, p) }
 	}
 	res := h.Call(ctx, tool, argsJSON, report)
 	out := res.Structured
@@ -82,6 +79,15 @@ func call(ctx context.Context, in *invocation, hf *hostFlags, progress bool) err
 		return &exitError{code: 1, err: errSilent}
 	}
 	return nil
+}
+
+// printProgress prints one progress report of a call on stderr.
+func printProgress(stderr io.Writer, p abi.ProgressRequest) {
+	if p.Total > 0 {
+		fmt.Fprintf(stderr, "progress %.0f/%.0f %s\n", p.Progress, p.Total, p.Message)
+	} else {
+		fmt.Fprintf(stderr, "progress %.0f %s\n", p.Progress, p.Message)
+	}
 }
 
 // waitForAttempts keeps a one-shot call in the foreground while processes

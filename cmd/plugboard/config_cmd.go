@@ -12,8 +12,16 @@ import (
 	"io"
 	"os"
 
+	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 )
+
+// sandboxOf is the attempt sandbox the file's sandbox section configures
+// (its defaults where it says nothing).
+func sandboxOf(s config.Sandbox) plughost.Sandbox {
+	return plughost.Sandbox{Off: s.Mode != nil && *s.Mode == "off", NetworkClosed: s.Network != nil && *s.Network == "closed",
+		ReadOnly: s.ReadOnly, ReadWrite: s.ReadWrite}
+}
 
 // cmdConfig runs the config subcommands: check.
 func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,6 +67,7 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return &exitError{code: 1, err: errSilent}
 	}
 	fmt.Fprintln(stdout, conf.Summary())
+	fmt.Fprintln(stdout, "sandbox: "+plughost.SandboxMode(sandboxOf(conf.Sandbox)))
 	if conf.Agents != nil && len(conf.Agents.Tokens()) > 0 {
 		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o077 != 0 {
 			fmt.Fprintf(stderr, "warning: %s holds agents' bearer tokens and others may read it (mode %04o): chmod 600 %s\n",

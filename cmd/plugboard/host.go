@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,10 @@ type boardFlags struct {
 	// agentInactivity and agentRunTimeout are the default limits of a
 	// coding-agent run (plughost.BoardConfig).
 	agentInactivity, agentRunTimeout time.Duration
+	// sandbox, sandboxNetwork, sandboxRead and sandboxWrite configure the
+	// OS sandbox of attempt processes (plughost.Sandbox).
+	sandbox, sandboxNetwork   string
+	sandboxRead, sandboxWrite stringList
 }
 
 func (b *boardFlags) register(fs *flag.FlagSet) {
@@ -78,6 +83,43 @@ func (b *boardFlags) register(fs *flag.FlagSet) {
 		"fail a coding-agent run that shows no progress (warnings and retries aside) for this long, unless its profile sets its own")
 	fs.DurationVar(&b.agentRunTimeout, "agent-run-timeout", plughost.DefaultAgentRunTimeout,
 		"fail a coding-agent run that runs longer than this, unless its profile sets its own")
+	fs.StringVar(&b.sandbox, "sandbox", "landlock", "OS sandbox of attempt processes: landlock, or off to run them unconfined where the kernel has no Landlock")
+	fs.StringVar(&b.sandboxNetwork, "sandbox-network", "open", "network of attempt processes: open, or closed (no TCP but to their own board endpoint)")
+	fs.Var(&b.sandboxRead, "sandbox-read", "let attempt processes read PATH too, e.g. a toolchain outside the system directories (repeatable)")
+	fs.Var(&b.sandboxWrite, "sandbox-write", "let attempt processes read and write PATH too, e.g. a shared build cache (repeatable)")
+}
+
+// sandboxConfig is what the --sandbox flags say; protected are the
+// operator's files no grant may reach.
+func (b *boardFlags) sandboxConfig(protected ...string) (plughost.Sandbox, error) {
+	sb := plughost.Sandbox{ReadOnly: b.sandboxRead, ReadWrite: b.sandboxWrite}
+	switch b.sandbox {
+	case "landlock":
+	case "off":
+		sb.Off = true
+	default:
+		return sb, usageError("--sandbox %q: landlock or off", b.sandbox)
+	}
+	switch b.sandboxNetwork {
+	case "open":
+	case "closed":
+		sb.NetworkClosed = true
+	default:
+		return sb, usageError("--sandbox-network %q: open or closed", b.sandboxNetwork)
+	}
+	for _, p := range append(slices.Clone(b.sandboxRead), b.sandboxWrite...) {
+		if !filepath.IsAbs(p) {
+			return sb, usageError("--sandbox-read/--sandbox-write %q: give an absolute path", p)
+		}
+	}
+	for _, p := range append(protected, b.configFile, os.Getenv(config.EnvConfig), b.executors, b.grants) {
+		if p != "" {
+			if abs, err := filepath.Abs(p); err == nil {
+				sb.Protected = append(sb.Protected, abs)
+			}
+		}
+	}
+	return sb, nil
 }
 
 // applyConfig loads the configuration file — --config, else
@@ -125,14 +167,18 @@ func (b *boardFlags) agentEnvConfig() plughost.AgentEnv {
 
 // boardConfig is the task board's configuration the flags give (its data
 // directory and logger are the opener's).
-func (b *boardFlags) boardConfig() plughost.BoardConfig {
+func (b *boardFlags) boardConfig() (plughost.BoardConfig, error) {
+	sb, err := b.sandboxConfig()
+	if err != nil {
+		return plughost.BoardConfig{}, err
+	}
 	cfg := plughost.BoardConfig{Store: b.storeTarget(), ExecutorsFile: b.executors, Guard: b.guard,
 		ContextAttemptID: b.attempt, AgentEnv: b.agentEnvConfig(),
-		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout}
+		AgentInactivityTimeout: b.agentInactivity, AgentRunTimeout: b.agentRunTimeout, Sandbox: sb}
 	if b.conf != nil && !b.given["executors"] {
 		cfg.Executors = b.conf.Executors
 	}
-	return cfg
+	return cfg, nil
 }
 
 // storeTarget is --store, else $PLUGBOARD_STORE ("": DATA/board.db).
@@ -145,7 +191,10 @@ func (b *boardFlags) storeTarget() string {
 
 // openBoard opens the task board in data.
 func (b *boardFlags) openBoard(ctx context.Context, data string, log *slog.Logger) (*plughost.Board, error) {
-	cfg := b.boardConfig()
+	cfg, err := b.boardConfig()
+	if err != nil {
+		return nil, err
+	}
 	cfg.DataDir, cfg.Logger = data, log
 	return plughost.OpenBoard(ctx, cfg)
 }
@@ -228,8 +277,15 @@ func dataDir(flagValue string) (string, error) {
 }
 
 // defaultDataDir is $PLUGBOARD_DATA, else $XDG_DATA_HOME/plugboard, else
-// ~/.local/share/plugboard.
+// ~/.local/share/plugboard — but none inside an attempt: its processes
+// run as the host's user, and the per-user directory may well be the
+// board the attempt runs on. There only --data opens one.
 func defaultDataDir() (string, error) {
+	if a, inside := insideAttempt(); inside {
+		return "", &exitError{code: 2, err: fmt.Errorf("inside %s no data directory is assumed: this process reaches the board only "+
+			"through $%s, as the attempt's WORKER (plugboard serve, plugboard call); give --data DIR to open a board of your own",
+			a.name(), plughost.EnvAttemptURL)}
+	}
 	if d := os.Getenv("PLUGBOARD_DATA"); d != "" {
 		return d, nil
 	}
@@ -278,10 +334,14 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host,
 	if err != nil {
 		return nil, err
 	}
+	bc, err := h.boardConfig()
+	if err != nil {
+		return nil, err
+	}
 	cfg := plughost.Config{
 		DataDir: data, PluginDirs: h.plugins, CallTimeout: h.callTimeout, MemoryLimitMiB: h.memoryMiB,
 		MaxInstances: h.maxInstances, UnloadIdle: unloadIdle(h.unloadIdle), Logger: log, Policy: pol, Agent: h.agent, GrantsFile: h.grants,
-		Board: h.boardConfig(), Audit: h.audit.options(), Idempotency: &idem,
+		Board: bc, Audit: h.audit.options(), Idempotency: &idem,
 	}
 	if h.conf != nil {
 		if !h.given["grants"] {

@@ -86,8 +86,25 @@ type scenarioOptions struct {
 var sharedCompiled = sync.OnceValue(func() string {
 	d := filepath.Join(os.TempDir(), "plugboard-test-compiled")
 	os.MkdirAll(d, 0o755)
+	// The key the cache is signed with goes with it: a host with a key of
+	// its own would discard every entry the others signed.
+	os.MkdirAll(d+"-keys", 0o700)
 	return d
 })
+
+// shareCompiled points data's compile cache, and the key that signs it, at
+// the tests' shared ones, so each test does not compile the plugins anew.
+func shareCompiled(t testing.TB, data string) {
+	t.Helper()
+	for name, target := range map[string]string{"compiled": sharedCompiled(), "keys": sharedCompiled() + "-keys"} {
+		if _, err := os.Lstat(filepath.Join(data, name)); err == nil {
+			continue
+		}
+		if err := os.Symlink(target, filepath.Join(data, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 func newScenario(t *testing.T, opts scenarioOptions) *specScenario {
 	t.Helper()
@@ -95,9 +112,7 @@ func newScenario(t *testing.T, opts scenarioOptions) *specScenario {
 	sc := &specScenario{t: t, data: t.TempDir()}
 	// Compiled code is shared between the tests' servers (wazero's cache is
 	// keyed by module content), so each test does not compile four plugins.
-	if err := os.Symlink(sharedCompiled(), filepath.Join(sc.data, "compiled")); err != nil {
-		t.Fatal(err)
-	}
+	shareCompiled(t, sc.data)
 	sc.repo = filepath.Join(t.TempDir(), "app")
 	os.MkdirAll(filepath.Join(sc.repo, "src"), 0o755)
 	os.WriteFile(filepath.Join(sc.repo, "README.md"), []byte("# app\n"), 0o644)

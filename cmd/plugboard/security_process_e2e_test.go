@@ -35,11 +35,7 @@ func serveBoard(t *testing.T, data, token string, env []string, extra ...string)
 	t.Helper()
 	dir, _ := buildtest.Plugins(t, taskPlugins...)
 	// Compiled code is shared with the scenario tests' servers.
-	if _, err := os.Lstat(filepath.Join(data, "compiled")); err != nil {
-		if err := os.Symlink(sharedCompiled(), filepath.Join(data, "compiled")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shareCompiled(t, data)
 	args := append([]string{"serve", "--http", "127.0.0.1:0", "--plugins", dir}, extra...)
 	s := launchHTTP(t, env, args)
 	session, _, err := connectHTTP(t, s.url, token)

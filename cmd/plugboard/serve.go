@@ -37,6 +37,15 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 // serve runs the server the flags describe until ctx ends or, on stdio,
 // the client leaves.
 func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, warm bool, cpuProfile string, watch time.Duration) error {
+	// Inside an attempt the board is the host's, reached as the attempt's
+	// WORKER: nothing here opens it (attempt_proxy.go).
+	if a, ok := hf.throughAttempt(); ok {
+		if hc.addr != "" {
+			return usageError("inside %s, serve speaks stdio only, as a proxy to $%s; give --data DIR to serve a board of your own over HTTP",
+				a.name(), plughost.EnvAttemptURL)
+		}
+		return serveThroughAttempt(ctx, stderr, a)
+	}
 	// Read the configuration and agents files and listen before loading
 	// plugins, so a bad file, a taken port or a missing token fails at
 	// once.

@@ -139,6 +139,13 @@ func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache 
 	if err := os.Symlink(cache, filepath.Join(data, "compiled")); err != nil {
 		t.Fatal(err)
 	}
+	// The cache's signing key goes with it (see hostkey).
+	if err := os.MkdirAll(cache+"-keys", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cache+"-keys", filepath.Join(data, "keys")); err != nil {
+		t.Fatal(err)
+	}
 	log := &syncBuffer{}
 	args := []string{"serve", "--data", data, "--plugins", fixture, "--log-level", "info"}
 	ep := scenario.Endpoint{Binary: bin, Args: args, Dir: work, Env: os.Environ(), Stderr: log}

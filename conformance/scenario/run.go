@@ -325,6 +325,14 @@ func (env *environment) scenario(ctx context.Context, setup Setup, sc Scenario, 
 	if err := os.Symlink(env.cache, filepath.Join(data, "compiled")); err != nil {
 		return &setupError{err}
 	}
+	// The key that signs the shared cache is shared with it: a host with a
+	// key of its own would discard what the others compiled.
+	if err := os.MkdirAll(env.cache+"-keys", 0o700); err != nil {
+		return &setupError{err}
+	}
+	if err := os.Symlink(env.cache+"-keys", filepath.Join(data, "keys")); err != nil {
+		return &setupError{err}
+	}
 	repo := filepath.Join(dir, "repos", setup.Repo)
 	if err := makeRepo(ctx, repo, setup.Files); err != nil {
 		return &setupError{err}

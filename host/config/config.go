@@ -83,6 +83,7 @@ type Config struct {
 	Executors   *executor.Registry
 	AgentEnv    AgentEnv
 	Board       Board
+	Sandbox     Sandbox
 	Audit       Audit
 	Idempotency Idempotency
 	HTTP        HTTP
@@ -135,6 +136,21 @@ type Board struct {
 	Guard *string `json:"guard,omitempty"`
 }
 
+// Sandbox is the sandbox section: the OS sandbox of attempt processes.
+type Sandbox struct {
+	// Mode is "landlock" (the default) or "off", the operator's explicit
+	// opt-out where the kernel has no Landlock (--sandbox).
+	Mode *string `json:"mode,omitempty"`
+	// Network is "open" (the default: agents reach their model APIs) or
+	// "closed" (--sandbox-network).
+	Network *string `json:"network,omitempty"`
+	// ReadOnly and ReadWrite are further paths every attempt may read, or
+	// read and write (--sandbox-read, --sandbox-write; absolute or
+	// relative to the file's directory).
+	ReadOnly  []string `json:"read_only,omitempty"`
+	ReadWrite []string `json:"read_write,omitempty"`
+}
+
 // Audit is the audit section: the decision log's bounds.
 type Audit struct {
 	PayloadMax *ByteSize `json:"payload_max,omitempty"` // --audit-payload-max
@@ -180,6 +196,7 @@ type shape struct {
 	Executors   json.RawMessage `json:"executors"`
 	AgentEnv    AgentEnv        `json:"agent_env"`
 	Board       Board           `json:"board"`
+	Sandbox     Sandbox         `json:"sandbox"`
 	Audit       Audit           `json:"audit"`
 	Idempotency Idempotency     `json:"idempotency"`
 	HTTP        httpShape       `json:"http"`
@@ -286,7 +303,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	fail := func(p jsonfile.Path, format string, args ...any) {
 		errs = append(errs, doc.Errorf(p, format, args...))
 	}
-	c := &Config{File: name, Plugins: s.Plugins, AgentEnv: s.AgentEnv, Board: s.Board, Audit: s.Audit,
+	c := &Config{File: name, Plugins: s.Plugins, AgentEnv: s.AgentEnv, Board: s.Board, Sandbox: s.Sandbox, Audit: s.Audit,
 		Idempotency: s.Idempotency, HTTP: s.HTTP.HTTP}
 	path := func(p jsonfile.Path, v string) string {
 		if v == "" {
@@ -300,6 +317,12 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	if s.Data != nil {
 		c.Data = path(jsonfile.Path{"data"}, *s.Data)
+	}
+	for i, p := range s.Sandbox.ReadOnly {
+		c.Sandbox.ReadOnly[i] = path(jsonfile.Path{"sandbox", "read_only", i}, p)
+	}
+	for i, p := range s.Sandbox.ReadWrite {
+		c.Sandbox.ReadWrite[i] = path(jsonfile.Path{"sandbox", "read_write", i}, p)
 	}
 	if s.Store != nil {
 		if IsPostgresURL(*s.Store) {
@@ -353,6 +376,14 @@ func Parse(name string, data []byte) (*Config, error) {
 			}
 			fail(jsonfile.Path{"board", "guard"}, "unknown guard %q (one of %s)", *g, strings.Join(names, ", "))
 		}
+	}
+
+	// sandbox
+	if m := s.Sandbox.Mode; m != nil && *m != "landlock" && *m != "off" {
+		fail(jsonfile.Path{"sandbox", "mode"}, "unknown mode %q (landlock or off)", *m)
+	}
+	if n := s.Sandbox.Network; n != nil && *n != "open" && *n != "closed" {
+		fail(jsonfile.Path{"sandbox", "network"}, "unknown network %q (open or closed)", *n)
 	}
 
 	// audit
@@ -499,6 +530,10 @@ var settings = []setting{
 	{path: "agent_env.inactivity_timeout", flag: "agent-inactivity-timeout", value: func(c *Config) []string { return dur(c.AgentEnv.InactivityTimeout) }},
 	{path: "agent_env.run_timeout", flag: "agent-run-timeout", value: func(c *Config) []string { return dur(c.AgentEnv.RunTimeout) }},
 	{path: "board.guard", flag: "guard", value: func(c *Config) []string { return str(c.Board.Guard) }},
+	{path: "sandbox.mode", flag: "sandbox", value: func(c *Config) []string { return str(c.Sandbox.Mode) }},
+	{path: "sandbox.network", flag: "sandbox-network", value: func(c *Config) []string { return str(c.Sandbox.Network) }},
+	{path: "sandbox.read_only", flag: "sandbox-read", value: func(c *Config) []string { return c.Sandbox.ReadOnly }},
+	{path: "sandbox.read_write", flag: "sandbox-write", value: func(c *Config) []string { return c.Sandbox.ReadWrite }},
 	{path: "audit.payload_max", flag: "audit-payload-max", value: func(c *Config) []string { return size(c.Audit.PayloadMax) }},
 	{path: "audit.max_age", flag: "audit-max-age", value: func(c *Config) []string { return dur(c.Audit.MaxAge) }},
 	{path: "audit.max_bytes", flag: "audit-max-bytes", value: func(c *Config) []string { return size(c.Audit.MaxBytes) }},
@@ -622,6 +657,9 @@ func (c *Config) Summary() string {
 	}
 	if c.Board.Guard != nil {
 		add("board.guard %s", *c.Board.Guard)
+	}
+	if sb := c.Sandbox; sb.Mode != nil || sb.Network != nil || len(sb.ReadOnly)+len(sb.ReadWrite) > 0 {
+		add("sandbox")
 	}
 	if a := c.Audit; a.PayloadMax != nil || a.MaxAge != nil || a.MaxBytes != nil {
 		add("audit")

@@ -445,3 +445,23 @@ func (c *Config) LockFile() string {
 	}
 	return pluginsrc.LockFor(abs)
 }
+
+// SecretSources lists where the plugins' secret values come from: the
+// environment variables their "${VAR}" values name and the secret files.
+// Attempt processes must get neither (the board drops the variables from
+// their environment; the sandbox keeps the files out of reach).
+func SecretSources(settings map[string]PluginSetting) (vars, files []string) {
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
+		cfg := settings[name].Config
+		for _, key := range slices.Sorted(maps.Keys(cfg)) {
+			v := cfg[key]
+			if v.env != "" && !slices.Contains(vars, v.env) {
+				vars = append(vars, v.env)
+			}
+			if v.file != "" && !slices.Contains(files, v.file) {
+				files = append(files, v.file)
+			}
+		}
+	}
+	return vars, files
+}

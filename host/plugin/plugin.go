@@ -28,8 +28,9 @@ import (
 type Engine = runtime.Engine
 
 // Config bounds what one plugin instance and one call may use (memory,
-// payload sizes, instances) and where compiled code is cached; zero fields
-// take the host's defaults, as `plugboard serve` does.
+// payload sizes, instances) and where compiled code is cached (CacheDir,
+// used only with a 32-byte CacheKey that authenticates what is read back);
+// zero fields take the host's defaults, as `plugboard serve` does.
 type Config = runtime.Config
 
 // Plugin is one compiled module with its pool of instances: Call runs an

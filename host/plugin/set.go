@@ -22,7 +22,8 @@ type Result = dispatch.Result
 // does by default, minus the board.
 type LoadOptions struct {
 	// DataDir holds the describe cache (manifests of modules without an
-	// embedded section); "" disables it.
+	// embedded section), authenticated with the engine's Config.CacheKey;
+	// "" or an engine without a key disables it.
 	DataDir string
 	// DescribeTimeout bounds describe for modules without a manifest
 	// section; 0 means the registry's default (10 s).
@@ -54,7 +55,7 @@ type Set struct {
 // plugin does not fail the load: its tools are not served, and Plugin's
 // error names why. Close releases the set.
 func LoadDir(ctx context.Context, eng *Engine, dir string, opts LoadOptions) (*Set, error) {
-	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: opts.DataDir, Engine: eng,
+	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: opts.DataDir, CacheKey: eng.Config().CacheKey, Engine: eng,
 		DescribeTimeout: opts.DescribeTimeout, Conditions: opts.Conditions})
 	if err != nil {
 		return nil, err

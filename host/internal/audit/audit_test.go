@@ -39,7 +39,7 @@ func loadPlugins(tb testing.TB) *registry.Registry {
 	}
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(tb, "plugins/echo", "testdata/plugins/crash")
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache, CacheKey: testCacheKey})
 	if err != nil {
 		tb.Fatal(err)
 	}

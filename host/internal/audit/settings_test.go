@@ -37,7 +37,7 @@ func TestPluginSettingsInTheDecisionLog(t *testing.T) {
 
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(t, "plugins/echo", "testdata/plugins/fetch", "testdata/plugins/sleepy")
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache, CacheKey: testCacheKey})
 	if err != nil {
 		t.Fatal(err)
 	}

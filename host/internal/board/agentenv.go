@@ -23,6 +23,10 @@ type AgentEnv struct {
 	// processes do not get either; "*" drops everything Set does not bring
 	// back, for an allowlist.
 	Drop []string
+	// Never lists variables the processes never get, whatever Set says:
+	// those the plugins' secrets are read from (plugins.settings "${VAR}"
+	// values), which only the plugins may have.
+	Never []string
 	// Set lists variables the processes get: KEY=VALUE sets a value, KEY
 	// alone passes the host's value (when it has one), even when Drop or
 	// the PLUGBOARD_* rule would remove it. Later entries win.
@@ -86,7 +90,13 @@ func agentEnviron(host []string, e AgentEnv, profile map[string]string) []string
 			env.set(kv, v)
 		}
 	}
-	return env.list
+	if len(e.Never) == 0 {
+		return env.list
+	}
+	return slices.DeleteFunc(env.list, func(kv string) bool {
+		key, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(e.Never, key)
+	})
 }
 
 // envList is an environment in which setting a key replaces its earlier

@@ -55,20 +55,24 @@ func TestAgentEnvValidate(t *testing.T) {
 }
 
 // TestProcessEnv: attempt processes get the filtered host environment and
-// the board's variables, PLUGBOARD_DATA absolute however the data
-// directory was given, and never the host's PLUGBOARD_HTTP_TOKEN.
+// the board's variables, never the data directory (PLUGBOARD_DATA) nor the
+// host's PLUGBOARD_HTTP_TOKEN, nor a variable a plugin's secret is read
+// from (AgentEnv.Never), even when Set names it.
 func TestProcessEnv(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Setenv("PLUGBOARD_HTTP_TOKEN", "secret")
 	t.Setenv("BOARD_TEST_DROPPED", "x")
-	b := openBoard(t, Config{DataDir: "data", AgentEnv: AgentEnv{Drop: []string{"BOARD_TEST_*"}, Set: []string{"BOARD_ADDED=1"}}})
+	t.Setenv("PLUGIN_API_KEY", "plugin-secret")
+	b := openBoard(t, Config{DataDir: "data", AgentEnv: AgentEnv{Drop: []string{"BOARD_TEST_*"},
+		Set: []string{"BOARD_ADDED=1", "PLUGIN_API_KEY"}, Never: []string{"PLUGIN_API_KEY"}}})
 	env := b.processEnv(nil, "p", "t", "a")
 	joined := strings.Join(env, "\n")
-	if strings.Contains(joined, "secret") || strings.Contains(joined, "BOARD_TEST_DROPPED") {
+	if strings.Contains(joined, "secret") || strings.Contains(joined, "BOARD_TEST_DROPPED") || strings.Contains(joined, "PLUGBOARD_DATA") ||
+		strings.Contains(joined, filepath.Join(dir, "data")) {
 		t.Errorf("environment leaks:\n%s", joined)
 	}
-	for _, want := range []string{"PLUGBOARD_DATA=" + filepath.Join(dir, "data"), "PLUGBOARD_ATTEMPT_ID=a", "BOARD_ADDED=1"} {
+	for _, want := range []string{"PLUGBOARD_ATTEMPT_ID=a", "BOARD_ADDED=1"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("environment lacks %q:\n%s", want, joined)
 		}

@@ -57,6 +57,12 @@ type Config struct {
 	ContextAttemptID string
 	// AgentEnv says what of the host's environment attempt processes get.
 	AgentEnv AgentEnv
+	// Sandbox confines every attempt process tree (see Sandbox).
+	Sandbox Sandbox
+	// Access, when set, gives each attempt process its own way to the
+	// board (an endpoint and an attempt-scoped token); without it attempt
+	// processes get no way to the board at all.
+	Access AccessIssuer
 	// AgentInactivityTimeout and AgentRunTimeout are the defaults for
 	// executor profiles that set none of their own (0 here means
 	// DefaultAgentInactivityTimeout and DefaultAgentRunTimeout).

@@ -87,7 +87,7 @@ func (c *chain) script(ctx context.Context, reason string, repo store.AttemptRep
 	}
 	return c.b.spawn(ctx, spawnSpec{
 		attempt: c.attempt, reason: reason, dir: repo.WorktreeDir,
-		argv: []string{"bash", "-c", script}, format: "lines", env: c.env, onExit: onExit,
+		argv: []string{"bash", "-c", script}, format: "lines", env: c.env, onExit: onExit, repos: c.repos,
 	})
 }
 
@@ -120,7 +120,7 @@ func (c *chain) launch(ctx context.Context, sess store.Session, input string) (s
 	sessionID := sess.ID
 	spec := spawnSpec{
 		attempt: c.attempt, sessionID: &sessionID, reason: store.ReasonCodingAgent, dir: c.attempt.Dir,
-		argv: argv, stdin: stdin, format: c.profile.OutputFormat, prompt: c.prompt,
+		argv: argv, stdin: stdin, format: c.profile.OutputFormat, prompt: c.prompt, repos: c.repos, profile: &c.profile,
 		env:        append(c.agentEnv, "PLUGBOARD_SESSION_ID="+sessionID),
 		inactivity: durationOr(time.Duration(c.profile.InactivityTimeout), c.b.cfg.AgentInactivityTimeout),
 		runTimeout: durationOr(time.Duration(c.profile.RunTimeout), c.b.cfg.AgentRunTimeout),

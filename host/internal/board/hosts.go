@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plugboard/plugboard/host/internal/datadir"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,7 +75,7 @@ func hostIDOf(dataDir string) (string, error) {
 		return "", err
 	}
 	id := "host-" + hex.EncodeToString(raw[:])
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := datadir.Prepare(dataDir); err != nil {
 		return "", err
 	}
 	tmp := file + ".tmp"

@@ -343,6 +343,7 @@ func (b *Board) DeleteTask(ctx context.Context, a TaskArgs) (DeleteResult, error
 		}
 		os.RemoveAll(b.attemptRoot(at.ID))
 		os.RemoveAll(b.hostGitRoot(at.ID))
+		os.RemoveAll(b.tempDir(at.ID))
 	}
 	if err := b.store.DeleteTask(ctx, a.TaskID); err != nil {
 		return out, notFound(err, "task", "task_id", a.TaskID, "list_tasks")
@@ -445,6 +446,10 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 	if err != nil {
 		return StartResult{}, err
 	}
+	// Before any worktree is made: nothing runs unconfined by accident.
+	if err := b.sandboxRefusal(); err != nil {
+		return StartResult{}, err
+	}
 	project, err := b.store.GetProject(ctx, task.ProjectID)
 	if err != nil {
 		return StartResult{}, err
@@ -523,15 +528,15 @@ func initialPrompt(p executor.Profile, t store.Task) string {
 
 // processEnv is the whole environment of an attempt's processes: the
 // host's as AgentEnv filters it (never plugboard's own secrets), then which
-// attempt it works for, so a plugboard server it starts (as its MCP server)
-// works on this board (DataDir is absolute) and can answer get_context.
+// attempt it works for. Never the data directory: a plugboard the attempt
+// starts reaches the board through the credential each process is issued
+// (Config.Access, added at spawn), as the attempt's own WORKER.
 // Scripts get it with profileEnv nil; the coding agent with its profile's
 // Env.
 func (b *Board) processEnv(profileEnv map[string]string, projectID, taskID, attemptID string) []string {
 	// Clipped: callers append (PLUGBOARD_SESSION_ID), and chains that share
 	// this slice must not write into each other's spare capacity.
 	return slices.Clip(append(agentEnviron(b.hostEnv, b.cfg.AgentEnv, profileEnv),
-		"PLUGBOARD_DATA="+b.cfg.DataDir,
 		"PLUGBOARD_PROJECT_ID="+projectID,
 		"PLUGBOARD_TASK_ID="+taskID,
 		"PLUGBOARD_ATTEMPT_ID="+attemptID,

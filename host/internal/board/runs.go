@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +31,9 @@ type run struct {
 	// run timeout), so its end is recorded as a failure with that reason
 	// rather than as a stop someone asked for.
 	timedOut atomic.Pointer[string]
+	// revoke ends the process's credential to the board (Access.Revoke)
+	// once it has ended.
+	revoke func()
 }
 
 // spawnSpec describes a process to start.
@@ -53,6 +58,10 @@ type spawnSpec struct {
 	// onResumeMissing, when set, runs instead of onExit for a run that
 	// failed after printing one of resumeMissing.
 	onResumeMissing func(store.Process)
+	// repos are the attempt's clones and profile its coding agent's
+	// profile (nil for scripts): what the sandbox grants (confinement).
+	repos   []store.AttemptRepo
+	profile *executor.Profile
 }
 
 // spawn records a process, starts it and supervises it in the background.
@@ -81,8 +90,13 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 	pump.resumeMissing = s.resumeMissing
 	// s.env is the whole environment (processEnv): the host's own is not
 	// inherited, so its secrets stay out.
-	proc, err := procsup.Start(ctx, procsup.Spec{Dir: s.dir, Argv: s.argv, Env: s.env, NoInheritEnv: true, Stdin: s.stdin}, pump.onLine)
+	spec, revoke, err := b.processSpec(ctx, s)
+	var proc *procsup.Process
+	if err == nil {
+		proc, err = procsup.Start(ctx, spec, pump.onLine)
+	}
 	if err != nil {
+		revoke()
 		pump.note("error_message", "process did not start: "+err.Error())
 		pump.close()
 		b.store.FinishProcess(context.WithoutCancel(ctx), row.ID, store.ProcFailed, nil, "start failed: "+err.Error())
@@ -100,7 +114,7 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 	// whole tree from it.
 	b.store.SetProcessPID(ctx, row.ID, proc.PID(), proc.Handle())
 	row.PID = proc.PID()
-	r := &run{row: row, proc: proc, recorded: make(chan struct{})}
+	r := &run{row: row, proc: proc, recorded: make(chan struct{}), revoke: revoke}
 	b.mu.Lock()
 	b.running[row.ID] = r
 	b.mu.Unlock()
@@ -118,6 +132,7 @@ func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
 	defer b.chainDone()
 	ctx := context.Background()
 	<-r.proc.Done()
+	r.revoke()
 	res := r.proc.Result()
 	pump.close()
 	status, reason := store.ProcFailed, ""
@@ -373,4 +388,39 @@ func (p *logPump) write() {
 			timer.Reset(logFlushEvery)
 		}
 	}
+}
+
+// processSpec is how procsup starts s: its environment completed with the
+// attempt's temporary directory and its credential to the board (whose
+// revoke the caller must call once the process has ended, or at once if it
+// does not start), confined by the attempt's sandbox.
+func (b *Board) processSpec(ctx context.Context, s spawnSpec) (procsup.Spec, func(), error) {
+	revoke := func() {}
+	if err := b.sandboxRefusal(); err != nil {
+		return procsup.Spec{}, revoke, err
+	}
+	tmp, err := b.makeTempDir(s.attempt.ID)
+	if err != nil {
+		return procsup.Spec{}, revoke, err
+	}
+	env := append(slices.Clip(s.env), "TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
+	var ports []uint16
+	if b.cfg.Access != nil {
+		acc, err := b.cfg.Access(s.attempt.ID, s.attempt.TaskID)
+		if err != nil {
+			return procsup.Spec{}, revoke, fmt.Errorf("attempt credential: %w", err)
+		}
+		if acc.Revoke != nil {
+			revoke = sync.OnceFunc(acc.Revoke)
+		}
+		env = append(env, acc.Env...)
+		ports = acc.Ports
+	}
+	policy, err := b.confinement(ctx, s.attempt, s.repos, s.profile, s.argv, ports)
+	if err != nil {
+		revoke()
+		return procsup.Spec{}, func() {}, fmt.Errorf("attempt sandbox: %w", err)
+	}
+	return procsup.Spec{Dir: s.dir, Argv: s.argv, Env: env, NoInheritEnv: true, Stdin: s.stdin,
+		Sandbox: policy, Launcher: b.cfg.Sandbox.Launcher}, revoke, nil
 }

@@ -28,7 +28,7 @@ func TestMailAgentsPluginEndToEnd(t *testing.T) {
 	w := newAgentWorld(t)
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(t, "plugins/agents")
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: filepath.Join(os.TempDir(), "plugboard-test-compiled"), Board: w.api.Handle})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: filepath.Join(os.TempDir(), "plugboard-test-compiled"), CacheKey: testCacheKey, Board: w.api.Handle})
 	if err != nil {
 		t.Fatal(err)
 	}

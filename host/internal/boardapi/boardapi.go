@@ -72,7 +72,7 @@ var handlers = map[string]handler{
 	abi.OpGetAttemptStatus:   op((*board.Board).GetAttemptStatus),
 	abi.OpTailAttemptLogs:    op((*board.Board).TailAttemptLogs),
 	abi.OpTailSessionMessage: op((*board.Board).TailSessionMessages),
-	abi.OpGetContext:         noArgs((*board.Board).GetContext),
+	abi.OpGetContext:         getContext,
 	abi.OpCreateTask:         op((*board.Board).CreateTask),
 	abi.OpUpdateTask:         op((*board.Board).UpdateTask),
 	abi.OpDeleteTask:         op((*board.Board).DeleteTask),

@@ -415,8 +415,9 @@ func filterAttempts(ctx context.Context, v *visibility, result any) (any, error)
 	return r, nil
 }
 
-// filterContext refuses get_context when the attempt this server runs in
-// is not the caller's to reach.
+// filterContext refuses get_context when the attempt it describes (the
+// one this server runs in, or an attempt identity's own) is not the
+// caller's to reach.
 func filterContext(ctx context.Context, v *visibility, result any) (any, error) {
 	r := result.(board.ContextResult)
 	v.attemptTask[r.AttemptID] = r.TaskID

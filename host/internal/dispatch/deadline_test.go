@@ -41,7 +41,7 @@ func loadDispatcher(t *testing.T, cfg runtime.Config, opts dispatch.Options, src
 // (plugin_timeout is retryable) but within the one deadline of the call,
 // not with a fresh deadline per run.
 func TestRetriesShareTheDeadline(t *testing.T) {
-	d, r := loadDispatcher(t, runtime.Config{CacheDir: compiledCache},
+	d, r := loadDispatcher(t, runtime.Config{CacheDir: compiledCache, CacheKey: testCacheKey},
 		dispatch.Options{DefaultTimeout: 400 * time.Millisecond, Retry: dispatch.Retry{Backoff: time.Millisecond}}, "testdata/plugins/nonce")
 	ctx := context.Background()
 	// Compile first: compilation is not part of the deadline.

@@ -26,7 +26,7 @@ func foreignDispatcher(t *testing.T) (*dispatch.Dispatcher, *registry.Registry) 
 	}
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(t, "testdata/plugins/hyperv2", "testdata/plugins/hyperuser")
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache, CacheKey: testCacheKey})
 	if err != nil {
 		t.Fatal(err)
 	}

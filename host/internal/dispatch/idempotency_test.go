@@ -61,7 +61,7 @@ func nonceDispatcher(t *testing.T, guarded bool) (*dispatch.Dispatcher, *countin
 	}
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(t, "testdata/plugins/nonce")
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache, CacheKey: testCacheKey})
 	if err != nil {
 		t.Fatal(err)
 	}

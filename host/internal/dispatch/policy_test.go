@@ -70,7 +70,7 @@ func flakyDispatcher(t *testing.T, backoff time.Duration) (*dispatch.Dispatcher,
 	}
 	ctx := context.Background()
 	dir, _ := buildtest.Plugins(t, "testdata/plugins/flaky")
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: compiledCache, CacheKey: testCacheKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,31 @@ const LocalID = "local"
 // Local returns the local identity.
 func Local() *abi.Caller { return &abi.Caller{ID: LocalID, Role: Supervisor} }
 
+// AttemptPrefix starts the id of an attempt identity: the caller of one
+// attempt's processes, which reach the board through the host's agent
+// endpoint with a token issued for that attempt (host.Config.Board.Access)
+// instead of the board's data directory. No configured agent may take an
+// id of this form, so only the host mints such identities.
+const AttemptPrefix = "attempt:"
+
+// AttemptCaller returns the identity of attemptID's processes: a WORKER
+// whose id is AttemptPrefix+attemptID. It calls what the WORKER type's
+// rules allow (the agents file's, else the defaults) and reaches only its
+// own attempt (Policy.Scope).
+func AttemptCaller(attemptID string) *abi.Caller {
+	return &abi.Caller{ID: AttemptPrefix + attemptID, Role: Worker}
+}
+
+// AttemptOf returns the attempt of an attempt identity (AttemptCaller),
+// or false for any other caller.
+func AttemptOf(c *abi.Caller) (string, bool) {
+	if c == nil || c.Role != Worker {
+		return "", false
+	}
+	id, ok := strings.CutPrefix(c.ID, AttemptPrefix)
+	return id, ok && id != ""
+}
+
 // Agent is one configured agent.
 type Agent struct {
 	ID   string `json:"id"`
@@ -174,6 +199,8 @@ func ParseDoc(doc *jsonfile.Doc) (*Policy, error) {
 			fail(at.Join("id"), "the id is empty; every agent needs one")
 		case a.ID == LocalID:
 			fail(at.Join("id"), "%q is reserved for the local identity", LocalID)
+		case strings.HasPrefix(a.ID, AttemptPrefix):
+			fail(at.Join("id"), "%q: ids starting with %q are reserved for the identities the host gives attempt processes", a.ID, AttemptPrefix)
 		case !idPattern.MatchString(a.ID):
 			fail(at.Join("id"), "%q: the id must be 1-128 of [A-Za-z0-9_.@-], starting with a letter or digit", a.ID)
 		}

@@ -238,6 +238,7 @@ func TestAgentsFileErrors(t *testing.T) {
 		{"bad type", `{"agents":[{"id":"a","type":"BOSS"}]}`, []string{"agents[0]", `"a"`, "type", `"BOSS"`, "WORKER"}},
 		{"empty id", `{"agents":[{"type":"WORKER"}]}`, []string{"agents[0]", "id is empty"}},
 		{"reserved id", `{"agents":[{"id":"local","type":"WORKER"}]}`, []string{"agents[0]", "id", "reserved"}},
+		{"attempt id form", `{"agents":[{"id":"attempt:0b5c","type":"SUPERVISOR"}]}`, []string{"agents[0].id", `"attempt:0b5c"`, `"attempt:"`, "reserved", "attempt processes"}},
 		{"bad id", `{"agents":[{"id":"a b","type":"WORKER"}]}`, []string{"agents[0]", "id must be"}},
 		{"token with space", `{"agents":[{"id":"a","type":"WORKER","token":"a b"}]}`, []string{"agents[0]", "token"}},
 		{"unknown field", `{"agents":[{"id":"a","type":"WORKER","role":"x"}]}`, []string{"role"}},

@@ -88,10 +88,14 @@ func (s Scope) Empty() bool { return !s.All && len(s.Tasks) == 0 && len(s.Attemp
 // task_id, else nothing. An agents-file "scope" replaces that default:
 // "all", "own", or a list of task ids added to the agent's own work. The
 // local identity reaches everything, and so does a call without a caller
-// (the dispatcher's policy refuses those before any board operation).
+// (the dispatcher's policy refuses those before any board operation). An
+// attempt identity (AttemptCaller) reaches exactly its own attempt.
 func (p *Policy) Scope(c *abi.Caller) Scope {
 	if c == nil || c.ID == LocalID {
 		return Scope{All: true}
+	}
+	if id, ok := AttemptOf(c); ok {
+		return Scope{Attempts: []string{id}}
 	}
 	a, ok := p.Agent(c.ID)
 	if !ok {

@@ -43,7 +43,7 @@ func TestHyperV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer engine.Close(ctx)
-	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: data, Engine: engine})
+	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: data, CacheKey: testKey, Engine: engine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +76,15 @@ func TestHyperV2(t *testing.T) {
 		t.Fatalf("runtime %v, v2 %v", err, err == nil && registry.IsHyperV2(rt))
 	}
 
-	cached, err := filepath.Glob(filepath.Join(data, "manifests", "*.json"))
+	cached, err := filepath.Glob(filepath.Join(data, "manifests", "*.describe"))
 	if err != nil || len(cached) != 1 {
 		t.Fatalf("list cache holds %v, want one manifest", cached)
 	}
-	if err := os.WriteFile(cached[0], []byte(`{"tools":[{"name":"from_cache","description":"d","inputSchema":{"type":"object"}}]}`), 0o644); err != nil {
+	fromCache := []byte(`{"tools":[{"name":"from_cache","description":"d","inputSchema":{"type":"object"}}]}`)
+	if err := os.WriteFile(cached[0], describeEntry(testKey, b, fromCache), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: data, Engine: engine})
+	again, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: data, CacheKey: testKey, Engine: engine})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,6 +34,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/atomicfile"
 	"github.com/plugboard/plugboard/host/internal/grants"
+	"github.com/plugboard/plugboard/host/internal/hostkey"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
@@ -211,6 +213,9 @@ type Options struct {
 	// DataDir holds the describe cache (manifests of modules without an
 	// embedded section); "" disables it.
 	DataDir string
+	// CacheKey authenticates the describe cache (the host's key,
+	// hostkey.Load); without one there is no describe cache.
+	CacheKey []byte
 	// DescribeTimeout bounds describe for modules without a section.
 	DescribeTimeout time.Duration
 	Engine          *runtime.Engine
@@ -609,14 +614,13 @@ func manifestSection(path string) ([]byte, bool, error) {
 
 // describeCached returns the describe output of a module without an
 // embedded manifest, running describe only the first time a given module
-// (by sha256) is seen.
+// (by sha256) is seen, from the describe cache (below).
 func describeCached(ctx context.Context, path string, wasm []byte, opts Options) ([]byte, error) {
 	sum := sha256.Sum256(wasm)
-	var cacheFile string
-	if opts.DataDir != "" {
-		cacheFile = filepath.Join(opts.DataDir, "manifests", hex.EncodeToString(sum[:])+".json")
-		if b, err := os.ReadFile(cacheFile); err == nil {
-			return b, nil
+	cacheFile := describeCacheFile(opts, sum)
+	if cacheFile != "" {
+		if out, ok := readDescribeCache(cacheFile, opts.CacheKey, sum, opts.Logger); ok {
+			return out, nil
 		}
 	}
 	if opts.Engine == nil {
@@ -635,11 +639,82 @@ func describeCached(ctx context.Context, path string, wasm []byte, opts Options)
 		return nil, fmt.Errorf("describe: %w", err)
 	}
 	if cacheFile != "" {
-		if err := atomicfile.Write(cacheFile, out, 0o644); err != nil {
-			opts.Logger.Warn("describe cache not written", "path", cacheFile, "err", err)
-		}
+		writeDescribeCache(cacheFile, opts.CacheKey, sum, out, opts.Logger)
 	}
 	return out, nil
+}
+
+// The describe cache: DATA/manifests/<sha256 of the module>.describe, each
+// entry describeMagic, an HMAC under the host's key (Options.CacheKey) of
+// the module's sha256 and the output, then the output. The file's name is
+// a hash anyone can compute, so only the MAC says the host wrote it: an
+// entry whose MAC fails (planted, edited, the older unsigned format) is
+// logged and the module described again.
+//
+// Capabilities never come from the cache: a describe output that declares
+// any (the plugin's own, or those the host adds for its imports) is not
+// cached, and an entry that declares any is not used, so such a module is
+// described at every load and what it is granted is what it says now. A
+// forged entry would need the key; this rule holds even for one that had
+// it, and costs only the plugins asking for capabilities a describe per
+// start.
+var describeMagic = []byte("plugboard-describe-hmac\x00")
+
+// describeLabel is the first part of a describe cache entry's MAC.
+var describeLabel = []byte("plugboard describe cache")
+
+// describeCacheFile is sum's entry, or "" when there is no describe cache.
+func describeCacheFile(opts Options, sum [sha256.Size]byte) string {
+	if opts.DataDir == "" || len(opts.CacheKey) == 0 {
+		return ""
+	}
+	return filepath.Join(opts.DataDir, "manifests", hex.EncodeToString(sum[:])+".describe")
+}
+
+func describeMAC(key []byte, sum [sha256.Size]byte, out []byte) []byte {
+	return hostkey.MAC(key, describeLabel, sum[:], out)
+}
+
+// readDescribeCache returns the cached output for sum if the entry is the
+// host's and declares no capabilities.
+func readDescribeCache(file string, key []byte, sum [sha256.Size]byte, log *slog.Logger) ([]byte, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, false
+	}
+	head := len(describeMagic) + sha256.Size
+	if len(b) < head || !bytes.HasPrefix(b, describeMagic) ||
+		!hostkey.Equal(b[len(describeMagic):head], describeMAC(key, sum, b[head:])) {
+		log.Warn("describe cache entry not signed by this host; describing the module again", "path", file)
+		return nil, false
+	}
+	out := b[head:]
+	if declaresCapabilities(out) {
+		log.Warn("describe cache entry declares capabilities, which never come from the cache; describing the module again", "path", file)
+		return nil, false
+	}
+	return out, true
+}
+
+// writeDescribeCache caches out for sum unless it declares capabilities.
+func writeDescribeCache(file string, key []byte, sum [sha256.Size]byte, out []byte, log *slog.Logger) {
+	if declaresCapabilities(out) {
+		return
+	}
+	entry := make([]byte, 0, len(describeMagic)+sha256.Size+len(out))
+	entry = append(append(append(entry, describeMagic...), describeMAC(key, sum, out)...), out...)
+	if err := atomicfile.Write(file, entry, 0o600); err != nil {
+		log.Warn("describe cache not written", "path", file, "err", err)
+	}
+}
+
+// declaresCapabilities reads out as loadOne does (an abi.Manifest, so the
+// same field matches however it is spelt) and reports whether it declares
+// any capability. Output that is not a manifest counts as declaring them:
+// it is not cached, and loadOne reports why it cannot be loaded.
+func declaresCapabilities(out []byte) bool {
+	var m abi.Manifest
+	return json.Unmarshal(out, &m) != nil || len(m.Capabilities) > 0
 }
 
 func (r *Registry) snap() *snapshot { return r.cur.Load() }

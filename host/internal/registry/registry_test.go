@@ -61,7 +61,7 @@ func TestLoad(t *testing.T) {
 		t.Helper()
 		logs.Reset()
 		reg, err := registry.Load(ctx, registry.Options{
-			Dirs: []string{first, second}, DataDir: data, Engine: engine,
+			Dirs: []string{first, second}, DataDir: data, CacheKey: testKey, Engine: engine,
 			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		})
 		if err != nil {
@@ -101,13 +101,15 @@ func TestLoad(t *testing.T) {
 		t.Errorf("tools = %d, want 2 (echo, raw_upper)", len(reg.Tools()))
 	}
 
-	cached, err := filepath.Glob(filepath.Join(data, "manifests", "*.json"))
+	cached, err := filepath.Glob(filepath.Join(data, "manifests", "*.describe"))
 	if err != nil || len(cached) != 1 {
 		t.Fatalf("describe cache holds %v, want one manifest", cached)
 	}
 	// A second load reads the cached manifest instead of describing again:
-	// corrupt the cache entry's content to prove which one is used.
-	if err := os.WriteFile(cached[0], []byte(`{"tools":[{"name":"from_cache","description":"d","inputSchema":{"type":"object"}}]}`), 0o644); err != nil {
+	// an entry signed with the host's key naming another tool proves which
+	// one is used.
+	fromCache := []byte(`{"tools":[{"name":"from_cache","description":"d","inputSchema":{"type":"object"}}]}`)
+	if err := os.WriteFile(cached[0], describeEntry(testKey, raw, fromCache), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	reg = load()

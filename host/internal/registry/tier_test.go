@@ -28,7 +28,7 @@ func TestInterpretedFirstCall(t *testing.T) {
 	cache := t.TempDir()
 	open := func(settings map[string]registry.Settings) *registry.Registry {
 		t.Helper()
-		engine, err := runtime.New(ctx, runtime.Config{CacheDir: cache})
+		engine, err := runtime.New(ctx, runtime.Config{CacheDir: cache, CacheKey: testCacheKey})
 		if err != nil {
 			t.Fatal(err)
 		}

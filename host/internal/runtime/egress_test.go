@@ -101,7 +101,7 @@ func TestEgress(t *testing.T) {
 	}
 	ctx := context.Background()
 	logs := &syncBuffer{}
-	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(),
+	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,17 @@ import (
 // Config bounds what one plugin instance and one call may use. Zero fields
 // take the defaults of DefaultConfig.
 type Config struct {
-	// CacheDir holds compiled machine code between runs; "" keeps it in memory.
+	// CacheDir holds compiled machine code between runs; "" keeps it in
+	// memory. It is used only with a CacheKey.
 	CacheDir string
+	// CacheKey (hostkey.Size bytes) authenticates everything the engine
+	// reads back from CacheDir (the instrumented modules, wazero's machine
+	// code, the compile marks): the host's key (hostkey.Load), to be kept
+	// where no plugin or agent reaches. An entry it does not authenticate
+	// is compiled again, never run. Without one CacheDir is not used: a
+	// cache nobody can authenticate is one anybody who can write the
+	// directory can fill.
+	CacheKey []byte
 	// MemoryLimitPages caps each instance's linear memory (64 KiB pages).
 	MemoryLimitPages uint32
 	// MaxInputBytes caps the input handed to an export.
@@ -128,8 +137,11 @@ func (c Config) withDefaults() Config {
 // Engine is one wazero runtime with the host modules instantiated. Plugins
 // compiled by one Engine share its compilation cache and host modules.
 type Engine struct {
-	rt     wazero.Runtime
-	cache  wazero.CompilationCache
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+	// code authenticates wazero's machine-code cache files (codecache.go);
+	// nil when nothing is cached on disk.
+	code   *codeCache
 	cfg    Config
 	memory experimental.MemoryAllocator
 	// freeMu guards freePending: a collection is scheduled to return the
@@ -141,14 +153,12 @@ type Engine struct {
 // New creates an Engine. Close releases it and every plugin it compiled.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
-	var cache wazero.CompilationCache
-	if cfg.CacheDir != "" {
-		var err error
-		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
-			return nil, fmt.Errorf("compilation cache %s: %w", cfg.CacheDir, err)
-		}
-	} else {
-		cache = wazero.NewCompilationCache()
+	if err := checkCacheKey(&cfg); err != nil {
+		return nil, err
+	}
+	cache, code, err := newCompilationCache(cfg)
+	if err != nil {
+		return nil, err
 	}
 	// NewRuntimeConfig picks the optimizing compiler where wazero supports
 	// it and the interpreter elsewhere. Termination is ensured by our own
@@ -162,7 +172,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCompilationCache(cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	e := &Engine{rt: rt, cache: cache, cfg: cfg, memory: newMemoryAllocator(uint64(cfg.MemoryLimitPages) << 16)}
+	e := &Engine{rt: rt, cache: cache, code: code, cfg: cfg, memory: newMemoryAllocator(uint64(cfg.MemoryLimitPages) << 16)}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("instantiate WASI: %w", err)
@@ -221,7 +231,7 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 		p.releaseOptions()
 		return nil, fmt.Errorf("instrument %s: %w", name, err)
 	}
-	cm, err := e.rt.CompileModule(ctx, instrumented)
+	cm, err := e.compileModule(ctx, instrumented)
 	if err != nil {
 		p.releaseOptions()
 		return nil, fmt.Errorf("compile %s: %w", name, err)

@@ -73,7 +73,7 @@ func TestMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir()})
+	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestIdleJanitor(t *testing.T) {
 		want     int
 	}{{"keep none", -1, 0}, {"keep one (default)", 0, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), MaxInstances: 4,
+			e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey, MaxInstances: 4,
 				IdleTimeout: 5 * time.Millisecond, KeepIdle: tc.keepIdle})
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +90,7 @@ func TestInstrumentCache(t *testing.T) {
 	_, wasm := buildtest.Plugins(t, "plugins/echo")
 	ctx := context.Background()
 	cache := t.TempDir()
-	e, err := runtime.New(ctx, runtime.Config{CacheDir: cache})
+	e, err := runtime.New(ctx, runtime.Config{CacheDir: cache, CacheKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestInstrumentCache(t *testing.T) {
 		}
 	}
 	call()
-	entries, _ := filepath.Glob(filepath.Join(cache, "instrumented", "*.wasm"))
+	entries, _ := filepath.Glob(filepath.Join(cache, "key-*", "instrumented", "*.wasm"))
 	if len(entries) != 1 {
 		t.Fatalf("instrumented cache entries: %v", entries)
 	}

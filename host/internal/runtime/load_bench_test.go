@@ -27,7 +27,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	engine, err := runtime.New(ctx, runtime.Config{CacheDir: b.TempDir()})
+	engine, err := runtime.New(ctx, runtime.Config{CacheDir: b.TempDir(), CacheKey: testKey})
 	if err != nil {
 		b.Fatal(err)
 	}

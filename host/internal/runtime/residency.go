@@ -24,9 +24,10 @@ import (
 // decodes and validates the module before it reads its cache). The
 // background warm-up only fills that cache (ReleaseUnused).
 //
-// Releasing needs somewhere to load from: a CacheDir (without one, a load
-// is a full compilation) and PluginOptions.Reload; a plugin without either,
-// and a stateful plugin (its state lives in its instance), stays loaded.
+// Releasing needs somewhere to load from: a CacheDir with its CacheKey
+// (without them, a load is a full compilation) and PluginOptions.Reload; a
+// plugin without either, and a stateful plugin (its state lives in its
+// instance), stays loaded.
 
 // code is what a Plugin knows of its module whether or not it is loaded.
 type code struct {
@@ -114,7 +115,7 @@ func (p *Plugin) loadCode(ctx context.Context) (wazero.CompiledModule, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	cm, err := p.engine.rt.CompileModule(context.WithoutCancel(ctx), instrumented)
+	cm, err := p.engine.compileModule(context.WithoutCancel(ctx), instrumented)
 	if err != nil {
 		return nil, fail(err)
 	}

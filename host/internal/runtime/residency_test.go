@@ -30,7 +30,7 @@ func TestCodeResidency(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), MaxInstances: 4,
+	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey, MaxInstances: 4,
 		IdleTimeout: 5 * time.Millisecond, CodeIdleTimeout: 40 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestCodeResidencyKept(t *testing.T) {
 		{"kept by config", runtime.Config{CodeIdleTimeout: -1}, runtime.PluginOptions{Reload: reload}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.CacheDir = t.TempDir()
+			tc.cfg.CacheDir, tc.cfg.CacheKey = t.TempDir(), testKey
 			e, err := runtime.New(ctx, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -182,7 +182,7 @@ func TestCachedMark(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	first, err := runtime.New(ctx, runtime.Config{CacheDir: dir})
+	first, err := runtime.New(ctx, runtime.Config{CacheDir: dir, CacheKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestCachedMark(t *testing.T) {
 	}
 	p.Close(ctx)
 	first.Close(ctx)
-	second, err := runtime.New(ctx, runtime.Config{CacheDir: dir})
+	second, err := runtime.New(ctx, runtime.Config{CacheDir: dir, CacheKey: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}

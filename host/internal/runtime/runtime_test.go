@@ -48,7 +48,7 @@ func TestRuntime(t *testing.T) {
 	_, wasm := buildtest.Plugins(t, "plugins/echo", "testdata/plugins/loop", "testdata/plugins/hog",
 		"testdata/plugins/crash", "testdata/plugins/rawpdk", "testdata/plugins/sleepy")
 	ctx := context.Background()
-	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), MemoryLimitPages: 1024, MaxOutputBytes: 64 << 10, MaxInputBytes: 128 << 10})
+	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey, MemoryLimitPages: 1024, MaxOutputBytes: 64 << 10, MaxInputBytes: 128 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), MemoryLimitPages: 1024})
+	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey, MemoryLimitPages: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

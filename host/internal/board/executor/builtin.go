@@ -55,6 +55,7 @@ func claudeProfile() Profile {
 	yolo.RootRequiresEnv = "IS_SANDBOX"
 	return Profile{
 		Executor:       "CLAUDE_CODE",
+		State:          []string{".claude", ".claude.json", ".claude.json.backup", ".cache/claude", ".local/share/claude", ".local/state/claude"},
 		Description:    "Anthropic Claude Code in print mode, streaming JSON events.",
 		Binary:         "claude",
 		DefaultVariant: DefaultVariantName,
@@ -91,6 +92,7 @@ func codexProfile() Profile {
 	}
 	return Profile{
 		Executor:       "CODEX",
+		State:          []string{".codex"},
 		Description:    "OpenAI Codex CLI `codex exec`, streaming JSONL events.",
 		Binary:         "codex",
 		DefaultVariant: DefaultVariantName,
@@ -116,6 +118,7 @@ func geminiProfile() Profile {
 	resume := []string{"--resume", PlaceholderAgentSessionID}
 	return Profile{
 		Executor:       "GEMINI",
+		State:          []string{".gemini"},
 		Description:    "Google Gemini CLI in headless mode, streaming JSON events.",
 		Binary:         "gemini",
 		DefaultVariant: DefaultVariantName,
@@ -139,6 +142,7 @@ func ampProfile() Profile {
 	flags := []string{"--execute", "--stream-json", "--dangerously-allow-all"}
 	return Profile{
 		Executor:       "AMP",
+		State:          []string{".config/amp", ".local/share/amp", ".cache/amp"},
 		Description:    "Sourcegraph Amp in execute mode, streaming Claude-compatible JSON.",
 		Binary:         "amp",
 		DefaultVariant: DefaultVariantName,
@@ -166,6 +170,7 @@ func opencodeProfile() Profile {
 	resume := []string{"--session", PlaceholderAgentSessionID}
 	return Profile{
 		Executor:       "OPENCODE",
+		State:          []string{".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode"},
 		Description:    "OpenCode `opencode run`, raw JSON events.",
 		Binary:         "opencode",
 		DefaultVariant: DefaultVariantName,
@@ -190,6 +195,7 @@ func cursorProfile() Profile {
 	base := []string{"cursor-agent", "-p", "--output-format=stream-json"}
 	return Profile{
 		Executor:       "CURSOR_AGENT",
+		State:          []string{".cursor", ".config/cursor"},
 		Description:    "Cursor Agent CLI in print mode, streaming JSON events.",
 		Binary:         "cursor-agent",
 		DefaultVariant: DefaultVariantName,
@@ -211,6 +217,7 @@ func qwenProfile() Profile {
 	base := []string{"qwen", "--output-format", "stream-json", "--approval-mode"}
 	return Profile{
 		Executor:       "QWEN_CODE",
+		State:          []string{".qwen"},
 		Description:    "Qwen Code in headless mode, streaming Claude-compatible JSON.",
 		Binary:         "qwen",
 		DefaultVariant: DefaultVariantName,
@@ -235,6 +242,7 @@ func copilotProfile() Profile {
 	flags := []string{"--prompt=" + PlaceholderPrompt, "--allow-all-tools", "--no-color"}
 	return Profile{
 		Executor:       "COPILOT",
+		State:          []string{".copilot", ".config/github-copilot"},
 		Description:    "GitHub Copilot CLI in programmatic mode (plain text output).",
 		Binary:         "copilot",
 		DefaultVariant: DefaultVariantName,
@@ -257,6 +265,7 @@ func droidProfile() Profile {
 	base := []string{"droid", "exec", "--output-format", "stream-json"}
 	return Profile{
 		Executor:       "DROID",
+		State:          []string{".factory"},
 		Description:    "Factory Droid `droid exec`, streaming JSON events.",
 		Binary:         "droid",
 		DefaultVariant: DefaultVariantName,

@@ -71,6 +71,14 @@ type Profile struct {
 	// run that fails with one of them is run again fresh, with the
 	// conversation so far as its prompt.
 	ResumeMissing []string `json:"resume_missing,omitempty"`
+	// State lists the CLI's own state under the home directory, as paths
+	// relative to it (".claude", ".config/opencode", ".claude.json"): its
+	// login, settings, sessions and caches. The attempt sandbox lets the
+	// agent read and write these and nothing else of the home directory;
+	// a directory is created when missing, a file is granted when it
+	// exists. Paths must be relative, clean and stay below the home
+	// directory.
+	State []string `json:"state,omitempty"`
 	// Available is computed by the Registry from a PATH lookup of Binary
 	// each time a profile is handed out; a value read from a file is ignored.
 	Available bool `json:"available"`
@@ -187,5 +195,6 @@ func (p Profile) clone() Profile {
 	p.Variants = vs
 	p.Env = maps.Clone(p.Env)
 	p.ResumeMissing = slices.Clone(p.ResumeMissing)
+	p.State = slices.Clone(p.State)
 	return p
 }

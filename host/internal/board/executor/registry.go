@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -208,6 +209,12 @@ func normalizeProfile(doc *jsonfile.Doc, i int, p Profile) (Profile, []error) {
 	for j, m := range p.ResumeMissing {
 		if strings.TrimSpace(m) == "" {
 			bad(f("resume_missing", j), "is empty; it would match every failed follow-up")
+		}
+	}
+	for j, st := range p.State {
+		if st == "" || filepath.IsAbs(st) || filepath.Clean(st) != st || st == "." || st == ".." ||
+			strings.HasPrefix(st, "../") || strings.ContainsRune(st, 0) {
+			bad(f("state", j), "%q must be a clean path relative to the home directory, below it (\".claude\", \".config/opencode\")", st)
 		}
 	}
 

@@ -114,3 +114,54 @@ func BenchmarkGitStatus5000(b *testing.B) {
 		}
 	}
 }
+
+// The rebuild of the host git dir before every git run through it (see
+// rebuildHostDir), alone and within the cheapest such run, beside the same
+// run without it.
+
+func BenchmarkRebuildHostDir(b *testing.B) {
+	repo := newRepo(b, map[string]string{"a.txt": "one\n"})
+	c, _ := newClone(b, repo, "pb/x", "main")
+	// Nothing to rewrite: every run but the one after a tampering.
+	b.Run("intact", func(b *testing.B) {
+		for b.Loop() {
+			if err := c.rebuildHostDir(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The configuration rewritten each time.
+	b.Run("config-changed", func(b *testing.B) {
+		cfg := filepath.Join(c.HostDir, "config")
+		for b.Loop() {
+			b.StopTimer()
+			if err := os.WriteFile(cfg, []byte("[core]\n\tbare = true\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if err := c.rebuildHostDir(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkHostGit(b *testing.B) {
+	repo := newRepo(b, map[string]string{"a.txt": "one\n"})
+	c, base := newClone(b, repo, "pb/x", "main")
+	b.Run("rebuilt", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.git(b.Context(), false, runOpts{}, "rev-parse", "--verify", base); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("as-is", func(b *testing.B) {
+		args := append(append([]string{"--git-dir=" + c.HostDir}, hostConfig...), "rev-parse", "--verify", base)
+		for b.Loop() {
+			if _, err := run(b.Context(), c.HostDir, runOpts{env: hostEnv}, args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -238,7 +238,7 @@ func (s *snapshot) dropTouched(ctx context.Context, entries []diffEntry) ([]diff
 	if _, err := s.git(ctx, "update-index", "-q", "--unmerged", "--ignore-submodules", "--refresh"); err != nil && exitCode(err) != 1 {
 		return nil, fmt.Errorf("gitops: %s: refresh private index: %w", s.c.Dir, err)
 	}
-	out, err := s.git(ctx, "diff-index", "-z", "--name-only", "--no-renames", "--diff-filter=MT", "--ignore-submodules=dirty", s.base, "--")
+	out, err := s.git(ctx, "diff-index", "-z", "--name-only", "--no-renames", "--no-ext-diff", "--no-textconv", "--diff-filter=MT", "--ignore-submodules=dirty", s.base, "--")
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %s: list changed files: %w", s.c.Dir, err)
 	}

@@ -29,7 +29,9 @@ import (
 //     borrowed from Source and from Dir/.git/objects (alternates), and an
 //     index of the base commit. Every git the host runs over the attempt's
 //     files runs through it (see Clone.git), so nothing the attempt wrote is
-//     read as configuration.
+//     read as configuration. Its configuration, alternates and info files
+//     are written anew before each of those runs (see hostdir.go), in case
+//     an agent reached the directory.
 //
 // The board derives all three from its own records, never from what an
 // agent says.
@@ -54,8 +56,15 @@ var hostEnv = []string{
 
 // hostConfig pins, on the command line, every setting through which git
 // would run a command or read a file the host did not choose. The host git
-// dir's configuration sets none of them and nothing else is read, so these
-// are a second line, kept for gits that grow new defaults.
+// dir's configuration sets none of them (it is written anew before every
+// run) and nothing else is read, so these are a second line: for gits that
+// grow new defaults, and for a configuration an agent rewrote between the
+// host's rewrite and git's reading it. Command-line settings win over every
+// file. What they cannot pin, a driver under a name an attribute chooses,
+// is kept from running otherwise: the host's info/attributes un-names
+// every filter (noFilters), and every diff the host runs through a host
+// git dir passes --no-ext-diff and --no-textconv (plumbing runs neither
+// by default; the flags keep it so). No merge runs through a host git dir.
 var hostConfig = []string{
 	"-c", "core.fsmonitor=false",
 	"-c", "core.hooksPath=" + os.DevNull,
@@ -71,8 +80,13 @@ var hostConfig = []string{
 }
 
 // git runs git over the attempt: HostDir as the git dir and, when
-// workTree, Dir as the work tree (and working directory).
+// workTree, Dir as the work tree (and working directory). HostDir's
+// configuration, alternates and info files are written anew first (see
+// rebuildHostDir): nothing found there is trusted.
 func (c Clone) git(ctx context.Context, workTree bool, o runOpts, args ...string) ([]byte, error) {
+	if err := c.rebuildHostDir(ctx); err != nil {
+		return nil, err
+	}
 	full := make([]string, 0, 2+len(hostConfig)+len(args))
 	full = append(full, "--git-dir="+c.HostDir)
 	dir := c.HostDir
@@ -322,12 +336,14 @@ func copyInfo(common, gitDir string) error {
 var hostSettings = []string{"core.filemode", "core.symlinks", "core.ignorecase", "core.precomposeunicode",
 	"core.autocrlf", "core.eol", "core.excludesfile", "extensions.objectformat"}
 
-// makeHostDir writes the host git dir of c: HEAD at base, a configuration
-// of the host's, alternates naming Source's objects and the clone's, the
-// user's info files, and an index of base, copied from seedIndex (the
-// index the clone's checkout wrote, so its stat data is warm) or, when
-// there is none, read from base and refreshed once. It is built beside
-// HostDir and renamed into place, so a host git dir is complete or absent.
+// makeHostDir writes the host git dir of c: HEAD at base, and the
+// repository's template (a configuration of the host's, alternates naming
+// Source's objects and the clone's, the user's info files: see
+// hostTemplate.write, which writes the same before every git run), and an
+// index of base, copied from seedIndex (the index the clone's checkout
+// wrote, so its stat data is warm) or, when there is none, read from base
+// and refreshed once. It is built beside HostDir and renamed into place,
+// so a host git dir is complete or absent.
 func makeHostDir(ctx context.Context, c Clone, common, base, seedIndex string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(c.HostDir), 0o700); err != nil {
 		return fmt.Errorf("gitops: host git dir %s: %w", c.HostDir, err)
@@ -347,29 +363,22 @@ func makeHostDir(ctx context.Context, c Clone, common, base, seedIndex string) (
 			return fail(err)
 		}
 	}
-	config, err := hostConfigFile(ctx, c.Source)
+	// Computed afresh: a new attempt takes the user's settings as they are
+	// now, and so do the host git dirs of earlier ones from now on.
+	t, err := newTemplate(ctx, c.Source, common)
 	if err != nil {
 		return err
 	}
-	alternates := []string{filepath.Join(common, "objects")}
-	if fi, err := os.Lstat(filepath.Join(c.Dir, ".git", "objects")); err == nil && fi.IsDir() {
-		alternates = append(alternates, filepath.Join(c.Dir, ".git", "objects"))
+	root, err := os.OpenRoot(tmp)
+	if err != nil {
+		return fail(err)
 	}
-	for _, a := range alternates {
-		if strings.ContainsAny(a, "\n\"") {
-			return fail(fmt.Errorf("object directory %q has a newline or quote in its path", a))
-		}
+	err = t.write(root, c.Dir)
+	root.Close()
+	if err != nil {
+		return fail(err)
 	}
-	for name, content := range map[string]string{
-		"HEAD":                    base + "\n",
-		"config":                  config,
-		"objects/info/alternates": strings.Join(alternates, "\n") + "\n",
-	} {
-		if err := os.WriteFile(filepath.Join(tmp, filepath.FromSlash(name)), []byte(content), 0o600); err != nil {
-			return fail(err)
-		}
-	}
-	if err := copyInfo(common, tmp); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "HEAD"), []byte(base+"\n"), 0o600); err != nil {
 		return fail(err)
 	}
 	inTmp := Clone{Source: c.Source, Dir: c.Dir, HostDir: tmp}
@@ -404,34 +413,40 @@ func makeHostDir(ctx context.Context, c Clone, common, base, seedIndex string) (
 }
 
 // hostConfigFile is the configuration of a host git dir: the repository
-// format and hostSettings as Source's configuration has them.
+// format and hostSettings as Source's configuration has them; with source
+// "" (unknown), git's defaults but for the excludes file, resolved as
+// below. It names no command, includes nothing, and sets no extension but
+// the object format.
 func hostConfigFile(ctx context.Context, source string) (string, error) {
-	out, err := run(ctx, source, runOpts{}, "config", "--get-regexp", `^(core\.(filemode|symlinks|ignorecase|precomposeunicode|autocrlf|eol)|extensions\.objectformat)$`)
-	if err != nil && exitCode(err) != 1 {
-		return "", fmt.Errorf("gitops: %s: read settings: %w", source, err)
-	}
 	values := map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if !ok {
-			v = "true" // "[core] symlinks" alone is a true boolean
+	if source != "" {
+		out, err := run(ctx, source, runOpts{}, "config", "--get-regexp", `^(core\.(filemode|symlinks|ignorecase|precomposeunicode|autocrlf|eol)|extensions\.objectformat)$`)
+		if err != nil && exitCode(err) != 1 {
+			return "", fmt.Errorf("gitops: %s: read settings: %w", source, err)
 		}
-		if k != "" {
-			values[strings.ToLower(k)] = v // the last one wins, as in git
+		for _, line := range strings.Split(string(out), "\n") {
+			k, v, ok := strings.Cut(line, " ")
+			if !ok {
+				v = "true" // "[core] symlinks" alone is a true boolean
+			}
+			if k != "" {
+				values[strings.ToLower(k)] = v // the last one wins, as in git
+			}
+		}
+		// Read on its own: --path (which expands ~) fails on a valueless key.
+		out, err = run(ctx, source, runOpts{}, "config", "--path", "--get", "core.excludesFile")
+		switch {
+		case err == nil:
+			values["core.excludesfile"] = strings.TrimSuffix(string(out), "\n")
+		case exitCode(err) != 1:
+			return "", fmt.Errorf("gitops: %s: read core.excludesFile: %w", source, err)
 		}
 	}
-	// Read on its own: --path (which expands ~) fails on a valueless key.
-	out, err = run(ctx, source, runOpts{}, "config", "--path", "--get", "core.excludesFile")
-	switch {
-	case err == nil:
-		values["core.excludesfile"] = strings.TrimSuffix(string(out), "\n")
-	case exitCode(err) == 1:
+	if _, ok := values["core.excludesfile"]; !ok {
 		// git's default, resolved here: the host's git sees no HOME.
 		if p := defaultExcludes(); p != "" {
 			values["core.excludesfile"] = p
 		}
-	default:
-		return "", fmt.Errorf("gitops: %s: read core.excludesFile: %w", source, err)
 	}
 	var b strings.Builder
 	format := "0"

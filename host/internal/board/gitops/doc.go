@@ -13,9 +13,12 @@
 // attempt can write them; over an attempt's files, git runs only through the
 // host's git dir, with no system or global configuration, so nothing an
 // attempt wrote (config, hooks, fsmonitor, filters or diff drivers named
-// by attributes, includes) is run or read as configuration. The content it
-// hands on (patches, merged commits) is refused when a file is a hard link
-// or on another file system, whose content may be any file's.
+// by attributes, includes) is run or read as configuration, and that git
+// dir's configuration is written anew from the host's template before
+// every run, in case an agent reached it. Every git gets only an allowlist
+// of the host's environment: no PLUGBOARD_* variable, no secret. The
+// content it hands on (patches, merged commits) is refused when a file is
+// a hard link or on another file system, whose content may be any file's.
 //
 // It must not touch the board's database, and it must not start any
 // process other than git. Reading an attempt's changes must leave the

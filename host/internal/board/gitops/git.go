@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
 )
@@ -61,57 +60,52 @@ func exitCode(err error) int {
 	return -1
 }
 
-// localEnv are variables a host started from a git hook or alias may
-// inherit and that must not reach our git commands: those that point git at
-// a particular repository, index or object store (git rev-parse
-// --local-env-vars), which would redirect every command here, and those that
-// change how pathspecs or patches are read and written.
-var localEnv = []string{
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES",
-	"GIT_COMMON_DIR",
-	"GIT_CONFIG",
-	"GIT_CONFIG_COUNT",
-	"GIT_CONFIG_PARAMETERS",
-	"GIT_DIR",
-	"GIT_GRAFT_FILE",
-	"GIT_IMPLICIT_WORK_TREE",
-	"GIT_INDEX_FILE",
-	"GIT_INTERNAL_SUPER_PREFIX",
-	"GIT_NO_REPLACE_OBJECTS",
-	"GIT_OBJECT_DIRECTORY",
-	"GIT_PREFIX",
-	"GIT_REPLACE_REF_BASE",
-	"GIT_SHALLOW_FILE",
-	"GIT_WORK_TREE",
-
-	"GIT_DIFF_OPTS",
-	"GIT_EXTERNAL_DIFF",
-	"GIT_GLOB_PATHSPECS",
-	"GIT_ICASE_PATHSPECS",
-	"GIT_LITERAL_PATHSPECS",
-	"GIT_NOGLOB_PATHSPECS",
+// passEnv names the variables of the host's environment that git gets;
+// every other variable is left out. An allowlist, not a list of what to
+// drop: the host's environment holds secrets under names nobody can list
+// in advance (PLUGBOARD_HTTP_TOKEN, a plugin's API key, a cloud
+// provider's credentials), and git, everything it may start (a filter or
+// hook of the user's own configuration, in the user's repository) and a
+// command the host was tricked into letting it start would otherwise see
+// them all.
+//
+// What is left is what a local git needs: where programs are (PATH), the
+// user's identity and home, whose configuration applies in the user's
+// repository (HOME, XDG_CONFIG_HOME, the GIT_CONFIG_ files the user chose;
+// hostEnv overrides them over an attempt's files), the author and
+// committer the user's git would record (identity), language, time zone
+// and temporary directory. No variable the host's git needs starts with
+// PLUGBOARD_, and none does here. Nothing for the network (SSH_AUTH_SOCK,
+// proxies, GIT_SSH, GIT_ASKPASS): the host's git only reads and writes
+// local repositories. None of git's variables that point it at another
+// repository, index or object store (GIT_DIR, GIT_INDEX_FILE, ...), that
+// name a command (GIT_EXTERNAL_DIFF, GIT_PAGER, GIT_EXEC_PATH) or that
+// change how pathspecs are read: a host started from a git hook or alias
+// may have them, and they would redirect every command here.
+var passEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "TZ", "TMPDIR", "XDG_CONFIG_HOME",
+	"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_ATTR_NOSYSTEM",
+	"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+	"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+	// The locale by name, not LC_*: ssh forwards LC_* by default, which
+	// has made it a place to pass variables of any meaning.
+	"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC",
+	"LC_TIME", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE",
 }
 
+// gitEnv is the environment of a git the host runs: passEnv's variables
+// of the host's environment, then fixed settings, then extra.
 func gitEnv(extra []string) []string {
-	env := make([]string, 0, len(os.Environ())+len(extra)+2)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !isLocalEnv(name) {
-			env = append(env, kv)
+	env := make([]string, 0, len(passEnv)+len(extra)+2)
+	for _, name := range passEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
 		}
 	}
 	// Nobody can answer a credential prompt, and the board's reads must
 	// never take index.lock away from an agent committing in the worktree.
 	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
 	return append(env, extra...)
-}
-
-func isLocalEnv(name string) bool {
-	// GIT_CONFIG_KEY_n/VALUE_n go with GIT_CONFIG_COUNT.
-	if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
-		return true
-	}
-	return slices.Contains(localEnv, name)
 }
 
 type runOpts struct {

@@ -143,7 +143,7 @@ func (s *snapshot) precheck(ctx context.Context, g Guard) error {
 	}
 	g.MaxLines = 0 // not known before git reads the files
 	read := Guard{MaxFiles: g.MaxFiles * readFactor, MaxBytes: g.MaxBytes}
-	out, err := s.git(ctx, "diff-index", "-z", "--raw", "--no-abbrev", "--no-renames", "--ignore-submodules=dirty", s.base, "--")
+	out, err := s.git(ctx, "diff-index", "-z", "--raw", "--no-abbrev", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", s.base, "--")
 	if err != nil {
 		return fmt.Errorf("gitops: %s: list changed files: %w", s.c.Dir, err)
 	}

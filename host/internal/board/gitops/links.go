@@ -49,7 +49,7 @@ type fileID struct {
 // work tree, limited to paths: the files whose content git reads for a
 // patch or a commit.
 func (s *snapshot) workTreeFiles(ctx context.Context, env []string, cached bool, paths []string) ([]string, error) {
-	args := []string{"diff-index", "-z", "--raw", "--no-abbrev", "--no-renames", "--ignore-submodules=dirty"}
+	args := []string{"diff-index", "-z", "--raw", "--no-abbrev", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}
 	if cached {
 		args = append(args, "--cached")
 	}

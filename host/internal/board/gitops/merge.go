@@ -39,6 +39,23 @@ import (
 // whichever way the branch moves, and no merge hook or merge setting of the
 // user's can change it. The attempt's clone is left as it is: its git dir
 // is the agent's, which the host does not write.
+//
+// Every git of the merge that runs in Source (merge-base, merge-tree,
+// commit-tree, update-ref, status, merge --ff-only, index-pack) obeys the
+// user's configuration, as the user's own git would: that is deliberate
+// (see Clone). Can the attempt's files make it run a driver? merge-tree
+// reads attributes from the files checked out in Source (checked with git
+// 2.39), not from the trees it merges, so the attempt's .gitattributes
+// chooses no merge driver there. The fast-forward in the user's checkout
+// does apply the merged .gitattributes, the attempt's included, while it
+// writes the files: an agent-written .gitattributes can thus have a filter
+// that the user's configuration defines (git-lfs's, say) smudge paths the
+// user never gave it, as the user's own merge of that commit would. It
+// cannot make any git here run a driver the user's configuration does not
+// define: an attribute only names a driver, and git ignores a name nothing
+// defines (a filter without commands passes content through, an unknown
+// merge driver falls back to the text merge). The attempt's configuration
+// is never read in Source.
 
 // ErrObjectsRefused is wrapped by PrepareMerge when the user's repository
 // refuses an object of the attempt's commits (git fsck's checks: a tree

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/plugboard/plugboard/host/internal/sandbox"
 )
 
 // DefaultMaxLineBytes is the chunk size used when Spec.MaxLineBytes is 0.
@@ -49,6 +51,15 @@ type Spec struct {
 	// the read buffer per stream, so it bounds memory whatever the child
 	// prints. 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+
+	// Sandbox, when set, confines the child and all it starts
+	// (host/internal/sandbox): the child is started as Launcher's sandbox
+	// launcher, which restricts itself and then executes Argv. Argv[0] is
+	// resolved in the host's PATH first.
+	Sandbox *sandbox.Policy
+	// Launcher is the executable whose launcher mode confines (sandbox.Main
+	// must run in it); "" is this process's own executable.
+	Launcher string
 
 	// noCgroup starts the child without a cgroup, as where none can be
 	// made; for tests of the fallback.
@@ -133,6 +144,11 @@ func Start(ctx context.Context, spec Spec, onLine OnLine) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, wrap(err)
 	}
+	argv, err := confined(spec)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	name = argv[0]
 	maxLine := spec.MaxLineBytes
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
@@ -146,7 +162,7 @@ func Start(ctx context.Context, spec Spec, onLine OnLine) (*Process, error) {
 	p := &Process{onLine: onLine, done: make(chan struct{}), marker: newMarker()}
 	env := environ(spec, p.marker)
 	newCmd := func(cgroupFD int) *exec.Cmd {
-		cmd := exec.Command(name, spec.Argv[1:]...)
+		cmd := exec.Command(name, argv[1:]...)
 		cmd.Dir = spec.Dir
 		cmd.Env = env
 		// Setsid rather than only Setpgid: the child also loses the
@@ -173,6 +189,29 @@ func Start(ctx context.Context, spec Spec, onLine OnLine) (*Process, error) {
 		return nil, wrap(err)
 	}
 	return p, nil
+}
+
+// confined is the argv that starts spec's child: Argv itself, or, with a
+// Sandbox, the launcher confining Argv with its program resolved (the
+// launcher executes a path, it does not search).
+func confined(spec Spec) ([]string, error) {
+	if spec.Sandbox == nil {
+		return spec.Argv, nil
+	}
+	prog, err := exec.LookPath(spec.Argv[0])
+	if err != nil {
+		return nil, err
+	}
+	if prog, err = filepath.Abs(prog); err != nil {
+		return nil, err
+	}
+	launcher := spec.Launcher
+	if launcher == "" {
+		if launcher, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("sandbox launcher: %w", err)
+		}
+	}
+	return sandbox.Command(launcher, *spec.Sandbox, append([]string{prog}, spec.Argv[1:]...))
 }
 
 // start starts the child in a cgroup of its own where this host can make

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/plugboard/plugboard/host/internal/datadir"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -79,8 +80,20 @@ func OpenURL(ctx context.Context, target string) (*Store, error) {
 // Open opens (creating if needed) the database file at path and applies
 // pending migrations.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+	}
+	// The database holds the decision log, mail and prompts: the host's
+	// user's alone. SQLite gives its -wal and -shm files the database
+	// file's mode, so the file is made 0600 before SQLite creates it, and
+	// files an older host made readable are narrowed.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+		f.Close()
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if err := datadir.PrivateFile(f); err != nil {
+			return nil, fmt.Errorf("store: %s: %w", f, err)
+		}
 	}
 	q := url.Values{}
 	for _, p := range []string{"foreign_keys(1)", "journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)"} {
