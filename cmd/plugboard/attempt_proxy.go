@@ -189,11 +189,26 @@ func remoteOutput(res *mcp.CallToolResult) json.RawMessage {
 }
 
 // serveThroughAttempt is `serve` (stdio) inside an attempt: an MCP server
-// on stdin and stdout whose tools are the endpoint's, listed and called
-// there, kept in step when the host's list changes; progress reports are
-// passed back to the client.
+// on stdin and stdout whose tools are the endpoint's (startAttemptProxy).
 func serveThroughAttempt(ctx context.Context, stderr io.Writer, a attemptEnv) error {
 	a.announce(stderr)
+	p, err := startAttemptProxy(ctx, a)
+	if err != nil {
+		return err
+	}
+	defer p.remote.Close()
+	err = p.local.Run(ctx, &mcp.StdioTransport{})
+	if ctx.Err() != nil {
+		return nil // interrupted: a normal way to stop a server
+	}
+	return err
+}
+
+// startAttemptProxy connects to the attempt's endpoint and returns the
+// local server mirroring its tools: listed and called there, kept in step
+// when the host's list changes, progress reports passed back to the
+// client.
+func startAttemptProxy(ctx context.Context, a attemptEnv) (*attemptProxy, error) {
 	p := &attemptProxy{served: map[string]string{}}
 	p.local = mcp.NewServer(&mcp.Implementation{Name: "plugboard", Version: version},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
@@ -203,20 +218,16 @@ func serveThroughAttempt(ctx context.Context, stderr io.Writer, a attemptEnv) er
 		ProgressNotificationHandler: p.progress,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer remote.Close()
 	p.mu.Lock()
 	p.remote = remote
 	p.mu.Unlock()
 	if err := p.mirror(ctx); err != nil {
-		return fmt.Errorf("inside %s: list the host's tools: %w", a.name(), err)
+		remote.Close()
+		return nil, fmt.Errorf("inside %s: list the host's tools: %w", a.name(), err)
 	}
-	err = p.local.Run(ctx, &mcp.StdioTransport{})
-	if ctx.Err() != nil {
-		return nil // interrupted: a normal way to stop a server
-	}
-	return err
+	return p, nil
 }
 
 // attemptProxy serves the endpoint's tools on a local MCP server.

@@ -232,7 +232,10 @@ func TestConfigCheck(t *testing.T) {
 	writeJSON(t, filepath.Join(dir, "good.json"), `{"data": "/srv/board", "http": {"addr": "127.0.0.1:8080"},
   "agents": {"agents": [{"id": "sup", "type": "SUPERVISOR"}]}}`)
 	out, errOut, code := runPB(t, dir, cleanEnv(), "config", "check", "good.json")
-	if code != 0 || out != "good.json: ok: data /srv/board; agents (1 agent, 0 with a token); http (127.0.0.1:8080)\n" || errOut != "" {
+	// The second line is the attempt sandbox in force on this machine.
+	summary, mode, _ := strings.Cut(out, "\n")
+	if code != 0 || summary != "good.json: ok: data /srv/board; agents (1 agent, 0 with a token); http (127.0.0.1:8080)" ||
+		!strings.HasPrefix(mode, "sandbox: ") || errOut != "" {
 		t.Fatalf("good file: exit %d\nstdout: %q\nstderr: %q", code, out, errOut)
 	}
 

@@ -164,8 +164,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The one host serving this store is listed, alive, as this host.
 	p.Go(base + "#/hosts")
 	p.WaitText("#hosts tbody", "(this host)")
-	if row := p.Text("#hosts tbody tr"); !strings.Contains(row, "alive") {
-		t.Errorf("the hosts view shows this host as %q, want alive", row)
+	if row := p.Text("#hosts tbody tr"); !strings.Contains(row, "alive") || !strings.Contains(row, "landlock (ABI") {
+		t.Errorf("the hosts view shows this host as %q, want alive with its attempt sandbox (landlock)", row)
 	}
 	p.Screenshot(filepath.Join(shots, "hosts.png"))
 

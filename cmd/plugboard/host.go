@@ -282,7 +282,7 @@ func dataDir(flagValue string) (string, error) {
 // board the attempt runs on. There only --data opens one.
 func defaultDataDir() (string, error) {
 	if a, inside := insideAttempt(); inside {
-		return "", &exitError{code: 2, err: fmt.Errorf("inside %s no data directory is assumed: this process reaches the board only "+
+		return "", &exitError{code: 2, err: fmt.Errorf("inside %s, no data directory is assumed: this process reaches the board only "+
 			"through $%s, as the attempt's WORKER (plugboard serve, plugboard call); give --data DIR to open a board of your own",
 			a.name(), plughost.EnvAttemptURL)}
 	}

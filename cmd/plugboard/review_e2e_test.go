@@ -110,10 +110,11 @@ func TestScenarioReviewApproveConflictChangesNothing(t *testing.T) {
 		t.Fatalf("attempt changes = %v", changes)
 	}
 
-	// Sent back to the agent, which takes main's version (its clone sees
-	// the repository's main as origin/main once it fetches): then it merges.
+	// Sent back to the agent, which takes main's version (the host shows
+	// its clone the repository's main as origin/main; the sandbox lets it
+	// not fetch): then it merges.
 	rc := sc.ok("request_changes", map[string]any{"attempt_id": attemptID,
-		"feedback": "git fetch -q origin && git checkout origin/main -- README.md"})
+		"feedback": "git checkout origin/main -- README.md"})
 	if rc.str("action") != "send" || rc.str("task_status") != "inprogress" {
 		t.Fatalf("request_changes = %v", rc)
 	}

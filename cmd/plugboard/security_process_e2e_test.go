@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func TestSecurityProcessHostSecretsStayOut(t *testing.T) {
 	if strings.Contains(all, "PB_HOST_ONLY_SECRET") {
 		t.Fatalf("a variable dropped with --agent-env-drop reached the attempt:\n%s", all)
 	}
-	for _, want := range []string{"PB_AGENT_ADDED=added-by-operator", "PLUGBOARD_ATTEMPT_ID=" + id, "PLUGBOARD_DATA=" + data} {
+	for _, want := range []string{"PB_AGENT_ADDED=added-by-operator", "PLUGBOARD_ATTEMPT_ID=" + id} {
 		found := false
 		for _, l := range lines {
 			found = found || l == want
@@ -135,6 +136,12 @@ func TestSecurityProcessHostSecretsStayOut(t *testing.T) {
 		if !found {
 			t.Errorf("the attempt's environment lacks %q:\n%s", want, all)
 		}
+	}
+	// The board's data directory is no longer handed to attempts: its
+	// endpoint and an attempt token are (host/attemptaccess.go).
+	if strings.Contains(all, "PLUGBOARD_DATA=") || !strings.Contains(all, "\nPLUGBOARD_URL=http://127.0.0.1:") ||
+		!strings.Contains(all, "\nPLUGBOARD_TOKEN=") {
+		t.Errorf("the attempt's environment names the data directory, or lacks PLUGBOARD_URL and PLUGBOARD_TOKEN:\n%s", all)
 	}
 	// PATH and HOME come from the host: agents need them.
 	if !strings.Contains(all, "\nPATH=") || !strings.Contains(all, "\nHOME=") {
@@ -267,9 +274,11 @@ func TestSecurityProcessStopEndsDetachedTree(t *testing.T) {
 }
 
 // TestSecurityProcessRelativeDataIsAbsolute: serve given a relative data
-// directory (--data, or $PLUGBOARD_DATA) hands attempts an absolute
-// PLUGBOARD_DATA, so a plugboard the agent starts in its worktree works on
-// the same board instead of making a new one inside the worktree.
+// directory (--data, or $PLUGBOARD_DATA) hands attempts no data directory
+// at all, relative or absolute: a plugboard the agent starts in its
+// worktree works on the same board through the host's agent endpoint (as
+// the attempt's WORKER), and neither opens the board's data directory nor
+// makes a new board inside the worktree.
 func TestSecurityProcessRelativeDataIsAbsolute(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds plugins and the binary")
@@ -287,24 +296,23 @@ func TestSecurityProcessRelativeDataIsAbsolute(t *testing.T) {
 				t.Fatalf("no relative path to %s from %s: %q %v", data, wd, rel, err)
 			}
 			var s *procServer
+			args := sandboxReadArgs(t, bin)
 			if how == "flag" {
-				s = serveBoard(t, data, "", httpEnv("PLUGBOARD_DATA="), "--data", rel)
+				s = serveBoard(t, data, "", httpEnv("PLUGBOARD_DATA="), append([]string{"--data", rel}, args...)...)
 			} else {
-				s = serveBoard(t, data, "", httpEnv("PLUGBOARD_DATA="+rel))
+				s = serveBoard(t, data, "", httpEnv("PLUGBOARD_DATA="+rel), args...)
 			}
-			id := s.shell(projectID, fmt.Sprintf("echo \"DATA=$PLUGBOARD_DATA\"\n%q project list --log-level error\necho DONE\n", bin))
+			id := s.shell(projectID, fmt.Sprintf("echo \"DATA=${PLUGBOARD_DATA-unset}\"\n%[1]q call get_context '{}'\n%[1]q project list --log-level error\necho DONE\n", bin))
 			lines := s.waitLog(id, "DONE")
-			var got string
-			for _, l := range lines {
-				if v, ok := strings.CutPrefix(l, "DATA="); ok {
-					got = v
-				}
+			all := strings.Join(lines, "\n")
+			if !slices.Contains(lines, "DATA=unset") {
+				t.Errorf("the attempt got a PLUGBOARD_DATA:\n%s", all)
 			}
-			if got != data {
-				t.Errorf("the attempt got PLUGBOARD_DATA=%q, want %q", got, data)
+			if !strings.Contains(all, `"project_name": "demo"`) || !strings.Contains(all, `"attempt_id": "`+id+`"`) {
+				t.Errorf("a plugboard started in the attempt does not reach the board's project through the host:\n%s", all)
 			}
-			if !strings.Contains(strings.Join(lines, "\n"), "demo") {
-				t.Errorf("a plugboard started in the attempt does not see the board's project:\n%s", strings.Join(lines, "\n"))
+			if !strings.Contains(all, "no data directory is assumed") {
+				t.Errorf("a board command started in the attempt did not refuse to assume a data directory:\n%s", all)
 			}
 			wt := filepath.Join(data, "worktrees", id)
 			filepath.WalkDir(wt, func(p string, d os.DirEntry, err error) error {

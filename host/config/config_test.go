@@ -71,20 +71,23 @@ func TestReadmeExample(t *testing.T) {
 	if *c.Board.Guard != "balanced" {
 		t.Errorf("board %+v", c.Board)
 	}
+	if sb := c.Sandbox; *sb.Mode != "landlock" || *sb.Network != "open" || !slices.Equal(sb.ReadOnly, []string{"/home/ops/.cargo"}) {
+		t.Errorf("sandbox %+v", sb)
+	}
 	if a := c.Audit; *a.PayloadMax != 1024 || a.MaxAge.D() != 720*time.Hour || *a.MaxBytes != 64<<20 {
 		t.Errorf("audit %+v", a)
 	}
 	if i := c.Idempotency; i.CompletedTTL.D() != 168*time.Hour || i.InProgressTTL.D() != time.Hour {
 		t.Errorf("idempotency %+v", i)
 	}
-	if h := c.HTTP; *h.Addr != "127.0.0.1:8080" || *h.TokenFile != "/etc/plugboard/http-token" || h.ReadTimeout.D() != 30*time.Second ||
+	if h := c.HTTP; *h.Addr != "127.0.0.1:8080" || *h.TokenFile != "/home/ops/.config/plugboard/http-token" || h.ReadTimeout.D() != 30*time.Second ||
 		h.SessionIdle.D() != time.Hour || *h.MaxSessions != 64 {
 		t.Errorf("http %+v", h)
 	}
 	want := "/etc/plugboard/plugboard.json: ok: data /var/lib/plugboard; log_level info; " +
 		"plugins (1 dir, call_timeout, memory_limit_mib, max_instances, watch); " +
 		"plugins.settings (github: oci source, config (1 value, 0 secrets), 1 allowed host, prefix gh_); agents (2 agents, 0 with a token); " +
-		"grants (default declared, 1 plugin); executors (MY_AGENT); agent_env; board.guard balanced; audit; idempotency; " +
+		"grants (default declared, 1 plugin); executors (MY_AGENT); agent_env; board.guard balanced; sandbox; audit; idempotency; " +
 		"http (127.0.0.1:8080, token_file, limits)"
 	if got := c.Summary(); got != want {
 		t.Errorf("summary\n  %s\nwant\n  %s", got, want)

@@ -81,3 +81,12 @@ func TestProcessEnv(t *testing.T) {
 		t.Error("Open accepted an agent environment setting PLUGBOARD_DATA")
 	}
 }
+
+func TestStateIsDir(t *testing.T) {
+	for path, want := range map[string]bool{".claude": true, ".gemini": true, ".config/opencode": true, ".factory": true,
+		".claude.json": false, ".claude.json.backup": false, ".config/app/settings.toml": false} {
+		if got := stateIsDir(path); got != want {
+			t.Errorf("stateIsDir(%q) = %v, want %v", path, got, want)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/plugboard/plugboard/host/internal/sandbox"
 )
 
 // benchRepo is a repository of 200 small committed files, a plausible
@@ -32,32 +34,47 @@ func benchRepo(b *testing.B) string {
 
 // BenchmarkStartAttempt times start_task_attempt: validation, one git
 // worktree on a new branch, the database rows, and the SHELL process
-// spawned. The process's run is waited for outside the timer.
+// spawned — confined by the attempt sandbox (the launcher re-executes this
+// binary, which restricts itself and executes bash), and with the sandbox
+// off. The process's run is waited for outside the timer.
 func BenchmarkStartAttempt(b *testing.B) {
-	ctx := context.Background()
-	repo := benchRepo(b)
-	bd, err := Open(ctx, Config{DataDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bd.Close()
-	p, err := bd.CreateProject(ctx, "bench", []RepoSpec{{Path: repo}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	task, err := bd.CreateTask(ctx, CreateTaskArgs{ProjectID: p.ID, Title: "bench", Description: "true"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		res, err := bd.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		bd.chains.Wait()
-		b.StartTimer()
-		_ = res
+	for _, mode := range []struct {
+		name string
+		sb   Sandbox
+	}{{"sandbox", Sandbox{}}, {"no-sandbox", Sandbox{Off: true}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			if !mode.sb.Off && !sandbox.Probe().Available {
+				b.Skip(sandbox.Probe().Reason)
+			}
+			ctx := context.Background()
+			repo := benchRepo(b)
+			bd, err := Open(ctx, Config{DataDir: b.TempDir(), Sandbox: mode.sb})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bd.Close()
+			p, err := bd.CreateProject(ctx, "bench", []RepoSpec{{Path: repo}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			task, err := bd.CreateTask(ctx, CreateTaskArgs{ProjectID: p.ID, Title: "bench", Description: "true"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				res, err := bd.StartTaskAttempt(ctx, StartArgs{TaskID: task.TaskID, Executor: "SHELL"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				bd.chains.Wait()
+				st, err := bd.GetAttemptStatus(ctx, AttemptArgs{AttemptID: res.AttemptID})
+				if err != nil || st.State != "completed" {
+					b.Fatalf("attempt ended %+v, %v", st, err)
+				}
+				b.StartTimer()
+			}
+		})
 	}
 }
 

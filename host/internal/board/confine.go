@@ -114,8 +114,8 @@ func (b *Board) confinement(ctx context.Context, a store.Attempt, repos []store.
 	if profile != nil && home != "" {
 		for _, st := range profile.State {
 			p := filepath.Join(home, st)
-			if filepath.Ext(p) == "" {
-				// A directory: made now, so the grant has something to name.
+			if stateIsDir(st) {
+				// Made now, so the grant has something to name.
 				_ = os.MkdirAll(p, 0o700)
 			}
 			g.write(p, false)
@@ -305,4 +305,11 @@ func (b *Board) launcher() string {
 		return ""
 	}
 	return self
+}
+
+// stateIsDir tells a profile's state directory (".claude", ".gemini",
+// ".config/opencode") from a state file (".claude.json"): a file's name has
+// an extension after its leading dot.
+func stateIsDir(path string) bool {
+	return !strings.Contains(strings.TrimPrefix(filepath.Base(path), "."), ".")
 }

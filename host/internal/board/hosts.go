@@ -409,6 +409,9 @@ type HostInfo struct {
 	// LastSeen is the newest lease renewal ("" when no lease is stored).
 	LastSeen        string `json:"last_seen"`
 	RunningAttempts int    `json:"running_attempts"`
+	// Sandbox is what confines this host's attempt processes
+	// (SandboxMode); only This host's is known.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Hosts lists the hosts sharing the store: those with a stored lease and
@@ -437,6 +440,9 @@ func (b *Board) Hosts(ctx context.Context, countSelf bool) ([]HostInfo, error) {
 	get := func(id string) *HostInfo {
 		if byID[id] == nil {
 			byID[id] = &HostInfo{HostID: id, This: id == b.hostID}
+			if id == b.hostID {
+				byID[id].Sandbox = b.SandboxMode()
+			}
 		}
 		return byID[id]
 	}

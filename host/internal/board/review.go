@@ -228,7 +228,7 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 	if len(conflicted) > 0 {
 		return ApproveResult{}, abi.NewEnvelope(abi.CodeConflict,
 			fmt.Sprintf("attempt %s does not merge cleanly into %s: %d conflicting path(s)", id8, targetsOf(repos, conflicted), len(conflictPaths)),
-			"send the conflicts to the agent with request_changes(attempt_id, feedback) (its clone sees the target branch as origin/<branch> after git fetch) "+
+			"send the conflicts to the agent with request_changes(attempt_id, feedback) (its clone has the target branch as it is now as origin/<branch>) "+
 				"or resolve them by hand, then retry approve_attempt").
 			WithDetail("repo", conflicted[0]).WithDetail("repos", conflicted).WithDetail("conflicting_paths", conflictPaths)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/host/internal/board/executor"
+	"github.com/plugboard/plugboard/host/internal/board/gitops"
 	"github.com/plugboard/plugboard/host/internal/board/procsup"
 	"github.com/plugboard/plugboard/host/internal/board/store"
 )
@@ -402,6 +403,15 @@ func (b *Board) processSpec(ctx context.Context, s spawnSpec) (procsup.Spec, fun
 	tmp, err := b.makeTempDir(s.attempt.ID)
 	if err != nil {
 		return procsup.Spec{}, revoke, err
+	}
+	// The agent sees each repository's target branch as it is now, as
+	// origin/<branch>: it cannot fetch from the repository in its sandbox.
+	for _, r := range s.repos {
+		if c, err := b.clone(ctx, s.attempt.ID, r); err == nil {
+			if err := gitops.SyncOrigin(ctx, c, r.TargetBranch); err != nil {
+				b.log.Warn("origin branch not updated in the attempt's clone", "attempt_id", s.attempt.ID, "repo", r.RepoName, "err", err)
+			}
+		}
 	}
 	env := append(slices.Clip(s.env), "TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
 	var ports []uint16

@@ -539,3 +539,36 @@ func assertFailedClosed(t *testing.T, r result, marker string) {
 	}
 	t.Log(r.stderr)
 }
+
+// TestOtherProcessesEnvironHidden: a confined process cannot read another
+// process's environment (/proc/PID/environ), the way a host's secrets
+// would leak. Landlock refuses ptrace-level access across domains — but
+// honours CAP_SYS_PTRACE, so for root the launcher must drop it: this test
+// running as root is the case that needs it.
+func TestOtherProcessesEnvironHidden(t *testing.T) {
+	requireLandlock(t)
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_SECRET=hidden-value")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	environ := fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid)
+	if got := run(t, helperArgv("read", environ)).stdout; !strings.Contains(got, "hidden-value") {
+		t.Fatalf("unconfined control cannot read %s: %q", environ, got)
+	}
+	if got := confined(t, basePolicy(), helperArgv("read", environ)); got != "EACCES" {
+		t.Fatalf("confined read of another process's environment: %q, want EACCES", got)
+	}
+	if os.Geteuid() == 0 {
+		status := confined(t, basePolicy(), helperArgv("read", "/proc/self/status"))
+		for _, line := range strings.Split(status, "\n") {
+			if strings.HasPrefix(line, "CapBnd:") {
+				bnd, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "CapBnd:")), 16, 64)
+				if bnd&(1<<unix.CAP_SYS_PTRACE) != 0 || bnd&(1<<unix.CAP_SYS_ADMIN) != 0 || bnd&(1<<unix.CAP_DAC_READ_SEARCH) != 0 {
+					t.Fatalf("a confined root process keeps CAP_SYS_PTRACE, CAP_SYS_ADMIN or CAP_DAC_READ_SEARCH: %s", line)
+				}
+			}
+		}
+	}
+}

@@ -34,6 +34,11 @@
 //     the Handle the board stored.
 //   - Signals go to the group only while the leader is unreaped: until then
 //     its pid, and so the group id, cannot be reused by another process.
+//   - A child with Spec.Sandbox is confined before it runs (see package
+//     sandbox): it is started as the host's own executable in launcher
+//     mode, which restricts itself and executes the program in place, so
+//     the pid, session, cgroup and parent-death signal set up here are the
+//     program's, and the confinement is every descendant's.
 //   - Children are not the host's confidants: the host turns itself
 //     non-dumpable before the first one starts, so they cannot read its
 //     environment or memory through /proc, and Spec.NoInheritEnv keeps its

@@ -398,7 +398,7 @@ async function hostsView() {
   page("Hosts",
     h("p", {class: "muted"}, "Every host that has served this board's store. A host that is down has its running attempts marked killed by the others."),
     h("div", {class: "wide"}, h("table", {id: "hosts"},
-      h("thead", {}, h("tr", {}, ["Host", "State", "Processes", "Last seen", "Running attempts"].map((c) => h("th", {scope: "col"}, c)))),
+      h("thead", {}, h("tr", {}, ["Host", "State", "Processes", "Last seen", "Running attempts", "Attempt sandbox"].map((c) => h("th", {scope: "col"}, c)))),
       body)));
   async function load() {
     const hosts = await operatorRead("hosts");
@@ -406,7 +406,8 @@ async function hostsView() {
     body.replaceChildren(...hosts.map((x) => h("tr", {"data-host": x.host_id},
       h("td", {class: "mono"}, x.host_id, x.this ? " (this host)" : ""),
       h("td", {}, badge(x.alive ? "alive" : "down")),
-      h("td", {}, String(x.processes)), h("td", {class: "mono"}, x.last_seen || "—"), h("td", {}, String(x.running_attempts)))));
+      h("td", {}, String(x.processes)), h("td", {class: "mono"}, x.last_seen || "—"), h("td", {}, String(x.running_attempts)),
+      h("td", {class: "sandbox"}, x.sandbox || "—"))));
   }
   await load();
   every(3000, load);
