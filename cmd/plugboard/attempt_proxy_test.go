@@ -25,6 +25,10 @@ func fakeEndpoint(t *testing.T, token string) (*httptest.Server, *mcp.Server) {
 				for i := 1; i <= 2; i++ {
 					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2, Message: "step"})
 				}
+				// A client handles notifications apart from responses:
+				// give the proxy's time to pass them on while the call
+				// still runs (later ones are dropped, as is their due).
+				time.Sleep(300 * time.Millisecond)
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done " + string(req.Params.Arguments)}}}, nil
 		})
@@ -93,6 +97,14 @@ func TestAttemptProxy(t *testing.T) {
 	res, err := s.CallTool(ctx, params)
 	if err != nil || res.IsError || text(res) != `done {"n":1}` {
 		t.Fatalf("work: %v %v", res, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(progress)
+		mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
 	}
 	mu.Lock()
 	if len(progress) != 2 || progress[1].Progress != 2 || progress[1].Total != 2 {

@@ -122,7 +122,7 @@ var flagGroups = []*flagGroup{
 		register: func(fs *flag.FlagSet) { new(hostFlags).register(fs) }},
 	{name: "board flags",
 		usage: "[--data DIR] [--store URL] [--log-level L] [--config FILE] [--executors FILE] [--guard NAME] [--agent-env KEY[=VALUE]]... [--agent-env-drop PATTERN]... " +
-			"[--agent-inactivity-timeout D] [--agent-run-timeout D]",
+			"[--agent-inactivity-timeout D] [--agent-run-timeout D] [--sandbox landlock|off] [--sandbox-network open|closed] [--sandbox-read PATH]... [--sandbox-write PATH]...",
 		register: func(fs *flag.FlagSet) { new(boardCmd).register(fs) }},
 }
 

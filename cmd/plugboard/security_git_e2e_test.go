@@ -99,7 +99,7 @@ func (k evilKit) poisonScript() string {
 // attributes; no call of the host's, read-only or approving, runs it.
 func TestSecurityGitHostNeverRunsAttemptConfig(t *testing.T) {
 	k := newEvilKit(t)
-	sc := newScenario(t, scenarioOptions{})
+	sc := newScenario(t, unconfined)
 	_, attemptID := sc.inReview("Poison git", k.poisonScript())
 	// The attempt has ended: whatever runs now is run by the host.
 	os.Remove(k.marker)
@@ -143,7 +143,7 @@ func TestSecurityGitHostNeverRunsAttemptConfig(t *testing.T) {
 // of the agent's, and approval still merges into it.
 func TestSecurityGitAttemptCannotReachSourceRepo(t *testing.T) {
 	k := newEvilKit(t)
-	sc := newScenario(t, scenarioOptions{})
+	sc := newScenario(t, unconfined)
 	gitDir := filepath.Join(sc.repo, ".git")
 	snapshot := func() map[string]string {
 		files := map[string]string{}
@@ -203,6 +203,13 @@ func TestSecurityGitAttemptCannotReachSourceRepo(t *testing.T) {
 	}
 }
 
+// unconfined runs a scenario's attempts with the OS sandbox off
+// (--sandbox off): these tests attack the host's second line — its own
+// git dirs, hardened git and link checks — which must hold even when an
+// agent can write wherever the host's user can (TestSandboxHoldsAgainstTheAgent
+// shows the sandbox refusing the same writes first).
+var unconfined = scenarioOptions{serveArgs: []string{"--sandbox", "off"}}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -224,7 +231,7 @@ func TestSecurityGitHardLinkOutsideRefused(t *testing.T) {
 	if err := os.WriteFile(outside, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sc := newScenario(t, scenarioOptions{})
+	sc := newScenario(t, unconfined)
 	id := sc.attempt(fmt.Sprintf("ln %q leak.txt\necho fine > fine.txt\n", outside))
 	sc.waitSettled(id)
 	noSecret := func(what string, res obj) {
