@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -377,4 +380,93 @@ func TestSandboxRefusalNamesTheOptOut(t *testing.T) {
 	if !strings.Contains(string(out), "sandbox: landlock") {
 		t.Fatalf("config check does not say the sandbox is landlock:\n%s", out)
 	}
+}
+
+// TestSignedCachesWithSandboxOff: the second line, through the binary. With
+// the sandbox off (the operator's opt-out) an agent can write the host's
+// caches; it swaps echo's cached instrumented module for another plugin's
+// and shuffles wazero's machine-code files. After a restart echo still
+// answers as echo: every swapped entry fails its MAC and is compiled again,
+// never run. (An agent that also reads the key can forge entries: with the
+// sandbox off that is a stated residual risk, see SECURITY.md.)
+func TestSignedCachesWithSandboxOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and plugins, runs an attempt")
+	}
+	w := newSandboxWorld(t)
+	h := w.serve(t, "--sandbox", "off")
+	var echoed struct {
+		Text string `json:"text"`
+	}
+	if env := h.call(t, "echo", map[string]any{"text": "before"}, &echoed); env != nil {
+		t.Fatalf("echo: %+v", env)
+	}
+	// Every plugin compiled and cached before the agent runs.
+	for _, tool := range []string{"list_projects", "get_task", "create_task", "get_attempt_file"} {
+		h.call(t, tool, map[string]any{}, nil)
+	}
+	time.Sleep(2 * time.Second) // the warm-up's compilations land on disk
+	instrumented, _ := filepath.Glob(filepath.Join(w.data, "compiled", "key-*", "instrumented", "*.wasm"))
+	machine, _ := filepath.Glob(filepath.Join(w.data, "compiled", "key-*", "wazero-*", "*"))
+	if len(instrumented) < 2 || len(machine) < 2 {
+		t.Fatalf("caches not filled: %d instrumented, %d machine-code files", len(instrumented), len(machine))
+	}
+	echoWasm, err := os.ReadFile(filepath.Join(w.plugins, "echo.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(echoWasm)
+	echoEntry := ""
+	for _, f := range instrumented {
+		if strings.HasPrefix(filepath.Base(f), hex.EncodeToString(sum[:])) {
+			echoEntry = f
+		}
+	}
+	if echoEntry == "" {
+		t.Fatalf("no instrumented entry for echo among %v", instrumented)
+	}
+	other := instrumented[0]
+	if other == echoEntry {
+		other = instrumented[1]
+	}
+	// The agent: echo's entry becomes another plugin's, and every machine-code
+	// file takes its neighbour's content (sidecars included).
+	var script strings.Builder
+	fmt.Fprintf(&script, "cp %q %q\n", other, echoEntry)
+	for i, f := range machine {
+		fmt.Fprintf(&script, "cp %q %q.swap\n", machine[(i+1)%len(machine)], f)
+	}
+	for _, f := range machine {
+		fmt.Fprintf(&script, "mv %q.swap %q\n", f, f)
+	}
+	script.WriteString("echo planted > report.txt\n")
+	attacker := w.runAttempt(t, h, "plant", script.String())
+	if b, _ := os.ReadFile(filepath.Join(w.data, "worktrees", attacker.AttemptID, "app", "report.txt")); !strings.Contains(string(b), "planted") {
+		t.Fatalf("the unconfined agent could not plant its files: %q", b)
+	}
+	if got, _ := os.ReadFile(echoEntry); !bytes.Equal(got, mustRead(t, other)) {
+		t.Fatal("echo's cache entry was not replaced: the attack did not happen")
+	}
+	h.session.Close()
+	h.cmd.Wait()
+
+	h = w.serve(t, "--sandbox", "off")
+	if env := h.call(t, "echo", map[string]any{"text": "after"}, &echoed); env != nil || echoed.Text != "after" {
+		t.Fatalf("echo after the caches were planted: %+v, %+v", echoed, env)
+	}
+	if env := h.call(t, "list_projects", map[string]any{}, nil); env != nil {
+		t.Fatalf("list_projects after the caches were planted: %+v", env)
+	}
+	if log := h.stderr.String(); !strings.Contains(log, "not signed by this host") {
+		t.Fatalf("the host did not report the planted instrumented module:\n%s", log)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

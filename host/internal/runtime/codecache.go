@@ -193,33 +193,41 @@ func (e *Engine) compileModule(ctx context.Context, instrumented []byte) (wazero
 	if e.code == nil {
 		return e.rt.CompileModule(ctx, instrumented)
 	}
-	if err := e.code.verify(); err != nil {
+	checked, err := e.code.verify()
+	if err != nil {
 		return nil, fmt.Errorf("compiled-code cache: %w", err)
 	}
 	cm, err := e.rt.CompileModule(ctx, instrumented)
-	e.code.sign()
+	e.code.sign(checked)
 	return cm, err
 }
 
-// verify checks every cache file, deleting those that fail.
-func (c *codeCache) verify() error {
+// verify checks every cache file, deleting those that fail, and returns
+// the names it checked and kept.
+func (c *codeCache) verify() (map[string]bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names, err := c.entries()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	kept := map[string]bool{}
 	for _, name := range names {
-		if err := c.check(name); err != nil {
-			return err
+		ok, err := c.check(name)
+		if err != nil {
+			return nil, err
 		}
+		kept[name] = ok
 	}
-	return nil
+	return kept, nil
 }
 
-// sign signs every cache file that has no valid signature: after a
-// compilation, those wazero has just written.
-func (c *codeCache) sign() {
+// sign signs the cache files that appeared since verify listed checked and
+// have no valid signature: those wazero has just written. A file verify
+// kept is never signed here, whatever happened to it since: a file
+// rewritten under a name the host had checked is deleted by the next
+// verify, not adopted.
+func (c *codeCache) sign(checked map[string]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names, err := c.entries()
@@ -228,6 +236,9 @@ func (c *codeCache) sign() {
 		return
 	}
 	for _, name := range names {
+		if checked[name] {
+			continue
+		}
 		if err := c.adopt(name); err != nil {
 			c.log.Warn("compiled-code cache file not signed; it is compiled again at the next load", "path", filepath.Join(c.dir, name), "err", err)
 		}
@@ -264,17 +275,17 @@ func isCacheName(name string) bool {
 
 // check keeps a file whose signature holds (signing it again if only its
 // stat changed) and deletes any other.
-func (c *codeCache) check(name string) error {
+func (c *codeCache) check(name string) (kept bool, _ error) {
 	ok, err := c.valid(name)
 	if err == nil && ok {
-		return nil
+		return true, nil
 	}
 	if err != nil {
 		c.log.Warn("compiled-code cache file unreadable; deleting it", "path", filepath.Join(c.dir, name), "err", err)
 	} else {
 		c.log.Warn("compiled-code cache file not signed by this host; deleting it (the module is compiled again)", "path", filepath.Join(c.dir, name))
 	}
-	return c.drop(name)
+	return false, c.drop(name)
 }
 
 // adopt signs a file unless its signature already holds.

@@ -45,7 +45,7 @@ func newTestCodeCache(t testing.TB, n, size int) *codeCache {
 	}
 	c := freshCodeCache(dir)
 	c.now = later
-	c.sign()
+	c.sign(nil)
 	return c
 }
 
@@ -66,7 +66,7 @@ func TestCodeCacheFreshProcess(t *testing.T) {
 	c := newTestCodeCache(t, 3, 100)
 	names, _ := c.entries()
 	fresh := freshCodeCache(c.dir)
-	if err := fresh.verify(); err != nil {
+	if _, err := fresh.verify(); err != nil {
 		t.Fatal(err)
 	}
 	if len(fresh.trusted) != 3 {
@@ -75,7 +75,7 @@ func TestCodeCacheFreshProcess(t *testing.T) {
 	// names[1]'s sidecar copied to names[0]: bound to another name.
 	sc, _ := os.ReadFile(filepath.Join(c.dir, names[1]+sidecarExt))
 	os.WriteFile(filepath.Join(c.dir, names[0]+sidecarExt), sc, 0o600)
-	if err := freshCodeCache(c.dir).verify(); err != nil {
+	if _, err := freshCodeCache(c.dir).verify(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, names[0])); err == nil {
@@ -106,7 +106,7 @@ func TestCodeCacheSettle(t *testing.T) {
 	if err := settled.writeSidecar(names[0], other, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := freshCodeCache(c.dir).verify(); err != nil {
+	if _, err := freshCodeCache(c.dir).verify(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, names[0])); err != nil {
@@ -116,7 +116,7 @@ func TestCodeCacheSettle(t *testing.T) {
 	if err := freshCodeCache(c.dir).writeSidecar(names[0], other, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := freshCodeCache(c.dir).verify(); err != nil {
+	if _, err := freshCodeCache(c.dir).verify(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(c.dir, names[0])); err == nil {
@@ -133,14 +133,14 @@ func BenchmarkCodeCache(b *testing.B) {
 	c := newTestCodeCache(b, 20, 4096)
 	b.Run("verify-20-files-known", func(b *testing.B) {
 		for b.Loop() {
-			if err := c.verify(); err != nil {
+			if _, err := c.verify(); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("verify-20-files-new-process", func(b *testing.B) {
 		for b.Loop() {
-			if err := freshCodeCache(c.dir).verify(); err != nil {
+			if _, err := freshCodeCache(c.dir).verify(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -155,7 +155,45 @@ func BenchmarkCodeCache(b *testing.B) {
 		for b.Loop() {
 			delete(big.trusted, name)
 			os.Remove(filepath.Join(big.dir, name+sidecarExt))
-			big.sign()
+			big.sign(nil)
 		}
 	})
+}
+
+// TestCodeCacheSignsOnlyNewFiles: after a compilation only files that
+// appeared since the check are signed. A file the check kept and a writer
+// then replaced (its sidecar removed, as an unconfined agent could) is not
+// adopted by the signing that follows, and the next check deletes it —
+// whereas signing whatever lacked a valid signature would have vouched for
+// it.
+func TestCodeCacheSignsOnlyNewFiles(t *testing.T) {
+	c := newTestCodeCache(t, 2, 64)
+	kept, err := c.verify()
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("verify = %v, %v", kept, err)
+	}
+	var planted string
+	for name := range kept {
+		planted = filepath.Join(c.dir, name)
+		break
+	}
+	os.Remove(planted + sidecarExt)
+	if err := os.WriteFile(planted, []byte("planted machine code"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(c.dir, strings.Repeat("ab", sha256.Size))
+	os.WriteFile(fresh, []byte("written by the compilation"), 0o600)
+	c.sign(kept)
+	if _, err := os.Stat(planted + sidecarExt); err == nil {
+		t.Fatal("the signing adopted a file the check had kept and a writer replaced")
+	}
+	if _, err := os.Stat(fresh + sidecarExt); err != nil {
+		t.Fatalf("the file the compilation wrote is not signed: %v", err)
+	}
+	if _, err := freshCodeCache(c.dir).verify(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(planted); err == nil {
+		t.Fatal("the next check kept the replaced file")
+	}
 }
