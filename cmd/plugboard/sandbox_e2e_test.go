@@ -71,11 +71,11 @@ func (u unprivileged) command(bin string, env []string, args ...string) *exec.Cm
 // sandboxWorld is a board the unprivileged host serves: its data directory,
 // the user's repository, a home, and the environment the host runs with.
 type sandboxWorld struct {
-	user              unprivileged
-	bin, plugins      string
-	work, data, repo  string
-	home, config, env string
-	hostEnv           []string
+	user             unprivileged
+	bin, plugins     string
+	work, data, repo string
+	home, config     string
+	hostEnv          []string
 }
 
 const (
