@@ -23,7 +23,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		{name: "demo", usage: "[--plugins DIR]... [--keep]",
+		{name: "demo", usage: "[--plugins DIR]... [--keep] [--sandbox off]",
 			summary: "watch an agent drive the task tools' closed loop over MCP on a throwaway repository",
 			setup:   demoCommand},
 		{name: "serve", usage: "[--http ADDR] [--http-token TOKEN | --http-token-file FILE] [--http-read-timeout D] [--http-session-idle D] " +
@@ -130,11 +130,12 @@ func demoCommand(fs *flag.FlagSet) runFunc {
 	var plugins stringList
 	fs.Var(&plugins, "plugins", "directory of .wasm plugins holding the task tools (repeatable; default: dist/plugins next to bin/, else ./dist/plugins)")
 	keep := fs.Bool("keep", false, "keep the sample repository and data directory for inspection")
+	sandbox := fs.String("sandbox", "", "the server's --sandbox: off where the kernel has no Landlock (default: landlock)")
 	return func(ctx context.Context, in *invocation) error {
 		if err := in.nargs(0, 0); err != nil {
 			return err
 		}
-		err := demo.Run(ctx, demo.Options{PluginDirs: plugins, Keep: *keep, Version: version, Stdout: in.stdout, Stderr: in.stderr})
+		err := demo.Run(ctx, demo.Options{PluginDirs: plugins, Keep: *keep, Sandbox: *sandbox, Version: version, Stdout: in.stdout, Stderr: in.stderr})
 		var bad *demo.UsageError
 		switch {
 		case err == nil:

@@ -63,6 +63,9 @@ type Options struct {
 	PluginDirs []string
 	// Keep keeps the sample repository and data directory (--keep).
 	Keep bool
+	// Sandbox is the server's --sandbox ("" its default, landlock): "off"
+	// where the kernel has no Landlock, for the demo's attempt to run.
+	Sandbox string
 	// Version is the MCP client's version.
 	Version string
 	// Stdout receives the walk-through; Stderr the server's last log lines
@@ -95,7 +98,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 	defer cancel()
-	d := &demo{w: o.Stdout, exe: exe, version: o.Version, pluginDirs: dirs, keep: o.Keep, started: time.Now(), tools: map[string]int{}}
+	d := &demo{w: o.Stdout, exe: exe, version: o.Version, pluginDirs: dirs, keep: o.Keep, sandbox: o.Sandbox, started: time.Now(), tools: map[string]int{}}
 	if err := d.run(ctx); err != nil {
 		switch {
 		case errors.Is(ctx.Err(), context.Canceled):
@@ -156,6 +159,7 @@ type demo struct {
 	version    string
 	pluginDirs []string
 	keep       bool
+	sandbox    string
 	started    time.Time
 
 	root, repo, data string
@@ -338,6 +342,9 @@ func (d *demo) connect(ctx context.Context) error {
 		args = append(args, "--plugins", dir)
 	}
 	args = append(args, "--data", d.data, "--log-level", "warn")
+	if d.sandbox != "" {
+		args = append(args, "--sandbox", d.sandbox)
+	}
 	cmd := exec.Command(d.exe, args...)
 	// The server serves this demo's board only: an attempt id inherited
 	// from an agent running the demo would describe another board, and the
