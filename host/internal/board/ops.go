@@ -577,8 +577,9 @@ func (b *Board) resolveExecutor(name, variant string) (executor.Profile, string,
 // root (see executor.Variant.RootRequiresEnv), naming the setting that
 // changes it, rather than starting a run that can only fail with the CLI's
 // bare refusal. Declaring the sandbox is the operator's call, never the
-// board's: attempts are clones with a filtered environment, not a
-// container (docs/DECISIONS.md).
+// board's: attempts run in a Landlock sandbox, which confines paths but is
+// not a container or VM, and a root agent keeps root's rights over all it
+// may write (docs/DECISIONS.md).
 func (b *Board) rootRefusal(p executor.Profile, name string, v executor.Variant) error {
 	if v.RootRequiresEnv == "" || !b.runningAsRoot() {
 		return nil
