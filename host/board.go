@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/plugboard/plugboard/host/internal/datadir"
-
 	"time"
 
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board"
 	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/datadir"
 )
 
 // Types of the operator's board API that are not agent-facing wire types

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/plugboard/plugboard/host/internal/datadir"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"github.com/plugboard/plugboard/host/internal/datadir"
 )
 
 // TimeFormat is RFC3339 in UTC with a fixed six-digit fraction: fixed width
