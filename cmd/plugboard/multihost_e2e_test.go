@@ -33,7 +33,13 @@ type hostProc struct {
 
 func startHost(t testing.TB, args ...string) *hostProc {
 	t.Helper()
-	cmd := exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...)
+	return connectHost(t, exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...))
+}
+
+// connectHost starts cmd (a plugboard serve over stdio) and connects a
+// go-sdk client to it; its stderr is shown if the test fails.
+func connectHost(t testing.TB, cmd *exec.Cmd) *hostProc {
+	t.Helper()
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -46,7 +52,7 @@ func startHost(t testing.TB, args ...string) *hostProc {
 	t.Cleanup(func() {
 		session.Close()
 		if t.Failed() {
-			t.Logf("host %v stderr:\n%s", args, stderr.String())
+			t.Logf("host %v stderr:\n%s", cmd.Args[1:], stderr.String())
 		}
 	})
 	return h

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
@@ -136,23 +133,7 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 func (w *sandboxWorld) serve(t *testing.T, extra ...string) *hostProc {
 	t.Helper()
 	args := append([]string{"serve", "--plugins", w.plugins, "--data", w.data, "--config", w.config, "--log-level", "debug"}, extra...)
-	cmd := w.user.command(w.bin, w.hostEnv, args...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "sandbox", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	h := &hostProc{session: session, cmd: cmd, stderr: stderr}
-	t.Cleanup(func() {
-		session.Close()
-		if t.Failed() {
-			t.Logf("host stderr:\n%s", stderr.String())
-		}
-	})
-	return h
+	return connectHost(t, w.user.command(w.bin, w.hostEnv, args...))
 }
 
 // runAttempt creates a task whose SHELL script is script, starts it and

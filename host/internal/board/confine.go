@@ -1,7 +1,6 @@
 package board
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -97,18 +96,17 @@ func (b *Board) tempDir(attemptID string) string {
 // program's toolchain, files argv names by absolute path, plugboard's own
 // executable and the objects its clones borrow from the user's
 // repositories; nothing else. ports are the board endpoint's, reachable with the network
-// closed. It returns nil with the sandbox off.
-func (b *Board) confinement(ctx context.Context, a store.Attempt, repos []store.AttemptRepo, profile *executor.Profile, argv []string, ports []uint16) (*sandbox.Policy, error) {
+// closed; sources are the user's repositories of its clones, from the
+// board's records. It returns nil with the sandbox off.
+func (b *Board) confinement(a store.Attempt, sources []string, profile *executor.Profile, argv []string, ports []uint16) (*sandbox.Policy, error) {
 	if b.cfg.Sandbox.Off {
 		return nil, nil
 	}
 	g := grants{protected: append([]string{b.cfg.DataDir}, b.cfg.Sandbox.Protected...)}
 	g.write(b.attemptRoot(a.ID), true)
 	g.write(b.tempDir(a.ID), true)
-	for _, r := range repos {
-		if repo, err := b.store.GetRepo(ctx, r.RepoID); err == nil {
-			g.read(borrowedObjects(repo.Path), false)
-		}
+	for _, src := range sources {
+		g.read(borrowedObjects(src), false)
 	}
 	home := homeOf(b.hostEnv)
 	if profile != nil && home != "" {

@@ -406,11 +406,16 @@ func (b *Board) processSpec(ctx context.Context, s spawnSpec) (procsup.Spec, fun
 	}
 	// The agent sees each repository's target branch as it is now, as
 	// origin/<branch>: it cannot fetch from the repository in its sandbox.
+	// The repositories' paths, read once, serve the sandbox too.
+	var sources []string
 	for _, r := range s.repos {
-		if c, err := b.clone(ctx, s.attempt.ID, r); err == nil {
-			if err := gitops.SyncOrigin(ctx, c, r.TargetBranch); err != nil {
-				b.log.Warn("origin branch not updated in the attempt's clone", "attempt_id", s.attempt.ID, "repo", r.RepoName, "err", err)
-			}
+		c, err := b.clone(ctx, s.attempt.ID, r)
+		if err != nil {
+			continue
+		}
+		sources = append(sources, c.Source)
+		if err := gitops.SyncOrigin(ctx, c, r.TargetBranch); err != nil {
+			b.log.Warn("origin branch not updated in the attempt's clone", "attempt_id", s.attempt.ID, "repo", r.RepoName, "err", err)
 		}
 	}
 	env := append(slices.Clip(s.env), "TMPDIR="+tmp, "TMP="+tmp, "TEMP="+tmp)
@@ -426,7 +431,7 @@ func (b *Board) processSpec(ctx context.Context, s spawnSpec) (procsup.Spec, fun
 		env = append(env, acc.Env...)
 		ports = acc.Ports
 	}
-	policy, err := b.confinement(ctx, s.attempt, s.repos, s.profile, s.argv, ports)
+	policy, err := b.confinement(s.attempt, sources, s.profile, s.argv, ports)
 	if err != nil {
 		revoke()
 		return procsup.Spec{}, func() {}, fmt.Errorf("attempt sandbox: %w", err)
