@@ -53,11 +53,59 @@ func ValidAlias(name string) bool {
 	return true
 }
 
+// Caps on what one manifest may declare. Every client's tools/list carries
+// what the host serves, so a manifest that declares without bound makes
+// every client pay for it; the caps are far above what a real tool surface
+// needs (the largest first-party manifest, tasks-read's, is 30 KiB).
+const (
+	// MaxManifestBytes caps a manifest's JSON, from the custom section or
+	// from describe.
+	MaxManifestBytes = 1 << 20
+	// MaxManifestEntries caps the tools, resources, resource templates and
+	// prompts of one manifest, each.
+	MaxManifestEntries = 256
+	// MaxNameBytes caps the plugin's name and every tool, prompt, resource
+	// and argument name (MCP's tool names stop at 128).
+	MaxNameBytes = 128
+)
+
+// CheckManifestSize refuses a manifest's raw JSON over MaxManifestBytes,
+// before anything parses it.
+func CheckManifestSize(raw []byte) error {
+	if len(raw) > MaxManifestBytes {
+		return fmt.Errorf("manifest is %d bytes; the cap is %d (%d KiB) per plugin", len(raw), MaxManifestBytes, MaxManifestBytes>>10)
+	}
+	return nil
+}
+
+// checkCounts refuses a manifest declaring more entries of a kind than
+// MaxManifestEntries. It runs before the per-entry checks, so a manifest
+// of 30,000 tools costs one error, not 30,000.
+func (m *Manifest) checkCounts() error {
+	var errs []error
+	for _, c := range []struct {
+		kind string
+		n    int
+	}{{"tools", len(m.Tools)}, {"resources", len(m.Resources)}, {"resource templates", len(m.ResourceTemplates)}, {"prompts", len(m.Prompts)}} {
+		if c.n > MaxManifestEntries {
+			errs = append(errs, fmt.Errorf("manifest declares %d %s; the cap is %d per plugin", c.n, c.kind, MaxManifestEntries))
+		}
+	}
+	if len(m.Plugin.Name) > MaxNameBytes {
+		errs = append(errs, fmt.Errorf("plugin name is %d bytes; the cap is %d", len(m.Plugin.Name), MaxNameBytes))
+	}
+	return errors.Join(errs...)
+}
+
 // Validate checks what the host needs to serve a manifest: a supported ABI
-// version, at least one tool, valid and unique names, descriptions, and input
-// schemas that are JSON objects of type "object". Style rules (description
-// template, field docs) belong to the conformance kit, not here.
+// version, at least one tool, no more entries than MaxManifestEntries,
+// valid and unique names, descriptions, and input schemas that are JSON
+// objects of type "object". Style rules (description template, field docs)
+// belong to the conformance kit, not here.
 func (m *Manifest) Validate() error {
+	if err := m.checkCounts(); err != nil {
+		return err
+	}
 	var errs []error
 	if m.ABI > Version {
 		errs = append(errs, fmt.Errorf("manifest declares abi %d; this host supports up to %d", m.ABI, Version))
@@ -128,8 +176,8 @@ func (m *Manifest) validateV2() []error {
 		if !absoluteURI(r.URI) {
 			errs = append(errs, fmt.Errorf("%s: uri must be an absolute URI", where))
 		}
-		if r.Name == "" {
-			errs = append(errs, fmt.Errorf("%s: name is empty", where))
+		if r.Name == "" || len(r.Name) > MaxNameBytes {
+			errs = append(errs, fmt.Errorf("%s: name must be 1-%d bytes", where, MaxNameBytes))
 		}
 		if uris[r.URI] {
 			errs = append(errs, fmt.Errorf("%s: uri declared twice", where))
@@ -142,8 +190,8 @@ func (m *Manifest) validateV2() []error {
 		if err := checkURITemplate(t.URITemplate); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
 		}
-		if t.Name == "" {
-			errs = append(errs, fmt.Errorf("%s: name is empty", where))
+		if t.Name == "" || len(t.Name) > MaxNameBytes {
+			errs = append(errs, fmt.Errorf("%s: name must be 1-%d bytes", where, MaxNameBytes))
 		}
 		if templates[t.URITemplate] {
 			errs = append(errs, fmt.Errorf("%s: uriTemplate declared twice", where))
@@ -162,8 +210,8 @@ func (m *Manifest) validateV2() []error {
 		prompts[p.Name] = true
 		args := map[string]bool{}
 		for _, a := range p.Arguments {
-			if a.Name == "" || args[a.Name] {
-				errs = append(errs, fmt.Errorf("%s: argument names must be non-empty and unique, got %q", where, a.Name))
+			if a.Name == "" || len(a.Name) > MaxNameBytes || args[a.Name] {
+				errs = append(errs, fmt.Errorf("%s: argument names must be 1-%d bytes and unique, got %q", where, MaxNameBytes, a.Name))
 			}
 			args[a.Name] = true
 		}

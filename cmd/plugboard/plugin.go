@@ -110,7 +110,9 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writ
 	if raw, ok := info.Custom[abi.ManifestSection]; ok {
 		in.ManifestSource = "section"
 		var m abi.Manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
+		if err := abi.CheckManifestSize(raw); err != nil {
+			in.Problems = append(in.Problems, "embedded "+err.Error())
+		} else if err := json.Unmarshal(raw, &m); err != nil {
 			in.Problems = append(in.Problems, "embedded manifest is not valid JSON: "+err.Error())
 		} else {
 			in.Manifest = &m

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/registry"
@@ -130,7 +131,11 @@ func (d *Dispatcher) watchLists(ctx context.Context, p *registry.Plugin) (contex
 }
 
 // relisting is the state of a plugin's background relisting: at most one
-// runs at a time, and a request arriving meanwhile runs it once more.
+// runs at a time, and a request arriving meanwhile runs it once more, no
+// sooner than relistSpacing after the last one ended — so a plugin saying
+// its lists changed on every call costs at most one listing (and one
+// list_changed to every client) per relistSpacing, however fast it is
+// called.
 type relisting struct {
 	mu             sync.Mutex
 	running, again bool
@@ -169,6 +174,10 @@ func (d *Dispatcher) relist(p *registry.Plugin) {
 			}
 			st.again = false
 			st.mu.Unlock()
+			time.Sleep(relistSpacing)
 		}
 	}()
 }
+
+// relistSpacing is the least time between two listings of one plugin.
+const relistSpacing = time.Second

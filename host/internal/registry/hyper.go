@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -80,6 +81,9 @@ func Describe(ctx context.Context, rt *runtime.Plugin) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := abi.CheckManifestSize(out); err != nil {
+		return nil, err
+	}
 	caps := importedCapabilities(rt)
 	if len(caps) == 0 {
 		return out, nil
@@ -125,6 +129,9 @@ func describeHyper(ctx context.Context, rt *runtime.Plugin) ([]byte, error) {
 		}
 		out, err := rt.Call(ctx, export, in, runtime.CallOptions{})
 		if err != nil {
+			return fmt.Errorf("%s: %w", export, err)
+		}
+		if err := abi.CheckManifestSize(out); err != nil {
 			return fmt.Errorf("%s: %w", export, err)
 		}
 		if err := json.Unmarshal(out, into); err != nil {
@@ -192,12 +199,14 @@ func describeHyper(ctx context.Context, rt *runtime.Plugin) ([]byte, error) {
 
 // Refresh lists what plugin p serves again — its describe, or a v2
 // plugin's lists — because the plugin said it changed (the list-changed
-// functions of runtime.UserModule), and serves the new lists: a new snapshot
-// is built and OnChange callbacks run (the transport re-adds the plugin's
-// entries, and clients get list_changed), also when the lists came back the
-// same, since the plugin asked. A plugin no longer served (reloaded or
-// removed meanwhile) is left alone; it reports whether the lists were
-// replaced. The plugin's name and capabilities stay as loaded.
+// functions of runtime.UserModule). Lists that came back different are
+// served: a new snapshot is built and OnChange callbacks run (the
+// transport re-adds the plugin's entries, and clients get list_changed).
+// Lists that came back the same change nothing and tell no client: a
+// plugin saying "changed" on every call must not make every connected
+// client list everything again. It reports whether p is still served (a
+// plugin reloaded or removed meanwhile is left alone). The plugin's name
+// and capabilities stay as loaded.
 func (r *Registry) Refresh(ctx context.Context, p *Plugin) (bool, error) {
 	rt, err := p.Runtime(ctx)
 	if err != nil {
@@ -219,6 +228,10 @@ func (r *Registry) Refresh(ctx context.Context, p *Plugin) (bool, error) {
 	for _, e := range r.files {
 		current = current || e.plugin == p
 	}
+	if current && sameLists(&p.Manifest, &m) {
+		r.mu.Unlock()
+		return true, nil
+	}
 	if current {
 		// Snapshots are built under r.mu, the only readers of these lists;
 		// entries of older snapshots keep pointing into the old slices.
@@ -234,4 +247,18 @@ func (r *Registry) Refresh(ctx context.Context, p *Plugin) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// sameLists reports whether two manifests list the same tools, resources,
+// resource templates and prompts, field for field.
+func sameLists(a, b *abi.Manifest) bool {
+	lists := func(m *abi.Manifest) []byte {
+		out, err := json.Marshal([]any{m.Tools, m.Resources, m.ResourceTemplates, m.Prompts})
+		if err != nil {
+			return nil // never equal to another: the lists are served again
+		}
+		return out
+	}
+	x, y := lists(a), lists(b)
+	return x != nil && y != nil && bytes.Equal(x, y)
 }

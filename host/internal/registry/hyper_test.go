@@ -108,13 +108,14 @@ func TestHyperV2(t *testing.T) {
 	}
 }
 
-// TestRefresh: a plugin's lists are listed again on request, replacing
-// the served definitions and running OnChange.
+// TestRefresh: a plugin's lists are listed again on request; lists that
+// came back different replace the served definitions and run OnChange,
+// lists that came back the same change nothing and tell no one.
 func TestRefresh(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds plugins")
 	}
-	dir, _ := buildtest.Plugins(t, "testdata/plugins/hyperv2")
+	dir, _ := buildtest.Plugins(t, "testdata/plugins/hyperv2", "testdata/plugins/hyperuser")
 	ctx := context.Background()
 	engine, err := runtime.New(ctx, runtime.Config{})
 	if err != nil {
@@ -127,13 +128,24 @@ func TestRefresh(t *testing.T) {
 	}
 	changes := 0
 	reg.OnChange(func() { changes++ })
+
+	// hyperv2 lists the same tools every time.
 	before, _ := reg.Tool("v2_echo")
-	if ok, err := reg.Refresh(ctx, before.Plugin); !ok || err != nil || changes != 1 {
-		t.Fatalf("Refresh = %v, %v; %d OnChange calls", ok, err, changes)
+	if ok, err := reg.Refresh(ctx, before.Plugin); !ok || err != nil || changes != 0 {
+		t.Fatalf("Refresh of unchanged lists = %v, %v; %d OnChange calls, want 0", ok, err, changes)
 	}
-	after, ok := reg.Tool("v2_echo")
-	if !ok || after.Def == before.Def || after.Plugin != before.Plugin || len(reg.Tools()) != 3 {
-		t.Errorf("after refresh: %+v (before %+v), %d tools", after, before, len(reg.Tools()))
+	if after, _ := reg.Tool("v2_echo"); after.Def != before.Def {
+		t.Error("unchanged lists replaced the served definitions")
+	}
+
+	// hyperuser's listing says when it was made: every listing differs.
+	notify, _ := reg.Tool("user_notify_tools")
+	if ok, err := reg.Refresh(ctx, notify.Plugin); !ok || err != nil || changes != 1 {
+		t.Fatalf("Refresh of changed lists = %v, %v; %d OnChange calls, want 1", ok, err, changes)
+	}
+	after, ok := reg.Tool("user_notify_tools")
+	if !ok || after.Def == notify.Def || after.Def.Title == notify.Def.Title || after.Plugin != notify.Plugin {
+		t.Errorf("after refresh: %+v (before %+v)", after.Def, notify.Def)
 	}
 	if p, ok := reg.Prompt("v2_greet"); !ok || !p.Def.Completion {
 		t.Errorf("prompt after refresh: %+v %v", p, ok)
@@ -175,7 +187,7 @@ func TestClashOneLine(t *testing.T) {
 	line := lines[0]
 	for _, want := range []string{"plugin=hyperv2", filepath.Join(dir, "b.wasm"), filepath.Join(dir, "a.wasm"),
 		"tool v2_echo", "tool v2_fail", "tool v2_needs_key", "prompt v2_greet", "resource hyper://greeting",
-		"plugins.settings.hyperv2.prefix"} {
+		"remove one of the two files"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("the clash line does not name %q:\n%s", want, line)
 		}

@@ -434,6 +434,7 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 			s.problems = append(s.problems, Problem{Path: src.Origin, Err: src.Err})
 		}
 	}
+	var candidates []int // entries to serve, by index
 	for i, e := range entries {
 		if e.err == nil {
 			// Bound to the plugin's current settings: a plugin whose settings
@@ -469,7 +470,27 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 			s.problems = append(s.problems, Problem{Path: files[i], Err: err})
 			continue
 		}
-		s.add(e.plugin, r.opts)
+		candidates = append(candidates, i)
+	}
+	// What is served keeps its names: the files served before this reload
+	// are added first, in the order they were served, then the newcomers
+	// in directory order (clash.go).
+	rank := r.servedRank()
+	slices.SortStableFunc(candidates, func(a, b int) int {
+		ra, okA := rank[files[a]]
+		rb, okB := rank[files[b]]
+		switch {
+		case okA && okB:
+			return ra - rb
+		case okA:
+			return -1
+		case okB:
+			return 1
+		}
+		return 0
+	})
+	for _, i := range candidates {
+		s.add(entries[i].plugin, pinnedUnderName(files[i], entries[i]), r.opts)
 	}
 	if touched {
 		for _, name := range slices.Sorted(maps.Keys(r.opts.Settings)) {
@@ -493,12 +514,53 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-func (s *snapshot) add(p *Plugin, opts Options) {
+// add serves plugin p in s — all of its names, or none of them (see
+// clashes). pinned says the operator installed p under its own name
+// (pinnedUnderName), which a reserved name requires.
+// servedRank maps each file whose plugin the current snapshot serves to
+// its place among the served plugins. Called with r.mu held.
+func (r *Registry) servedRank() map[string]int {
+	cur := r.cur.Load()
+	if cur == nil {
+		return nil
+	}
+	rank := map[string]int{}
+	for file, e := range r.files {
+		if e.plugin == nil {
+			continue
+		}
+		if i := slices.Index(cur.plugins, e.plugin); i >= 0 {
+			rank[file] = i
+		}
+	}
+	return rank
+}
+
+func (s *snapshot) add(p *Plugin, pinned bool, opts Options) {
 	log := opts.Logger
-	served := 0
 	var clash clashes
-	refuse := clash.add
 	defer func() { clash.report(s, p, log) }()
+	if i := slices.IndexFunc(s.plugins, func(q *Plugin) bool { return q.Name() == p.Name() }); i >= 0 {
+		clash.sameName = s.plugins[i]
+	}
+	// What p would serve, checked whole before any of it is served.
+	type servedTool struct {
+		def        *abi.Tool
+		pluginName string
+	}
+	var tools []servedTool
+	names := map[string]bool{} // tool names and aliases p serves
+	claim := func(kind, name string) {
+		if prev, dup := s.tools[name]; dup {
+			clash.add(kind, name, prev.Plugin)
+		} else if owner, dup := s.aliases[name]; dup {
+			clash.add(kind, name, s.tools[owner].Plugin)
+		}
+		if owner, reserved := ReservedOwner(name); reserved && (owner != p.Name() || !pinned) {
+			clash.addReserved(kind, name, owner)
+		}
+		names[name] = true
+	}
 	for i := range p.Manifest.Tools {
 		def := &p.Manifest.Tools[i]
 		if def.When != "" && !slices.Contains(opts.Conditions, def.When) {
@@ -510,58 +572,56 @@ func (s *snapshot) add(p *Plugin, opts Options) {
 			log.Debug("tool not served: the plugin's settings skip it", "tool", pluginName, "plugin", p.Name())
 			continue
 		}
-		if prev, dup := s.tools[def.Name]; dup {
-			refuse("tool", def.Name, prev.Plugin)
+		if names[def.Name] { // two tools renamed or prefixed onto one name
+			clash.add("tool", def.Name, p)
 			continue
 		}
-		if owner, dup := s.aliases[def.Name]; dup {
-			refuse("tool", def.Name, s.tools[owner].Plugin)
-			continue
-		}
-		s.tools[def.Name] = Tool{Def: def, Plugin: p, PluginName: pluginName}
-		s.order = append(s.order, def.Name)
-		served++
+		claim("tool", def.Name)
 		for _, a := range def.Aliases {
-			if prev, dup := s.tools[a]; dup {
-				refuse("tool alias", a, prev.Plugin)
-				continue
-			}
-			if owner, dup := s.aliases[a]; dup {
-				refuse("tool alias", a, s.tools[owner].Plugin)
-				continue
-			}
-			s.aliases[a] = def.Name
+			claim("tool alias", a)
+		}
+		tools = append(tools, servedTool{def, pluginName})
+	}
+	for i := range p.Manifest.Resources {
+		if prev, dup := s.resources[p.Manifest.Resources[i].URI]; dup {
+			clash.add("resource", p.Manifest.Resources[i].URI, prev.Plugin)
+		}
+	}
+	for i := range p.Manifest.ResourceTemplates {
+		uri := p.Manifest.ResourceTemplates[i].URITemplate
+		if j := slices.IndexFunc(s.templates, func(t Template) bool { return t.Def.URITemplate == uri }); j >= 0 {
+			clash.add("resource template", uri, s.templates[j].Plugin)
+		}
+	}
+	for i := range p.Manifest.Prompts {
+		if prev, dup := s.prompts[p.Manifest.Prompts[i].Name]; dup {
+			clash.add("prompt", p.Manifest.Prompts[i].Name, prev.Plugin)
+		}
+	}
+	if clash.any() {
+		return
+	}
+	for _, t := range tools {
+		s.tools[t.def.Name] = Tool{Def: t.def, Plugin: p, PluginName: t.pluginName}
+		s.order = append(s.order, t.def.Name)
+		for _, a := range t.def.Aliases {
+			s.aliases[a] = t.def.Name
 		}
 	}
 	for i := range p.Manifest.Resources {
 		def := &p.Manifest.Resources[i]
-		if prev, dup := s.resources[def.URI]; dup {
-			refuse("resource", def.URI, prev.Plugin)
-			continue
-		}
 		s.resources[def.URI] = Resource{Def: def, Plugin: p}
 		s.resourceOrder = append(s.resourceOrder, def.URI)
-		served++
 	}
 	for i := range p.Manifest.ResourceTemplates {
-		def := &p.Manifest.ResourceTemplates[i]
-		if j := slices.IndexFunc(s.templates, func(t Template) bool { return t.Def.URITemplate == def.URITemplate }); j >= 0 {
-			refuse("resource template", def.URITemplate, s.templates[j].Plugin)
-			continue
-		}
-		s.templates = append(s.templates, Template{Def: def, Plugin: p})
-		served++
+		s.templates = append(s.templates, Template{Def: &p.Manifest.ResourceTemplates[i], Plugin: p})
 	}
 	for i := range p.Manifest.Prompts {
 		def := &p.Manifest.Prompts[i]
-		if prev, dup := s.prompts[def.Name]; dup {
-			refuse("prompt", def.Name, prev.Plugin)
-			continue
-		}
 		s.prompts[def.Name] = Prompt{Def: def, Plugin: p}
 		s.promptOrder = append(s.promptOrder, def.Name)
-		served++
 	}
+	served := len(tools) + len(p.Manifest.Resources) + len(p.Manifest.ResourceTemplates) + len(p.Manifest.Prompts)
 	if served > 0 {
 		s.plugins = append(s.plugins, p)
 	}
@@ -584,6 +644,9 @@ func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
 		if raw, err = describeCached(ctx, path, wasm, opts); err != nil {
 			return nil, err
 		}
+	}
+	if err := abi.CheckManifestSize(raw); err != nil {
+		return nil, err
 	}
 	if err := json.Unmarshal(raw, &p.Manifest); err != nil {
 		return nil, fmt.Errorf("manifest is not valid JSON: %w", err)

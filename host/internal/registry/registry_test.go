@@ -93,7 +93,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("broken module not reported: %v", problems)
 	}
 	line := logs.String()
-	if !strings.Contains(line, "duplicate tool name") || !strings.Contains(line, filepath.Join(first, "echo.wasm")) ||
+	if !strings.Contains(line, "plugin not served") || !strings.Contains(line, filepath.Join(first, "echo.wasm")) ||
 		!strings.Contains(line, filepath.Join(second, "nested", "echo-copy.wasm")) {
 		t.Errorf("the duplicate log line does not name both plugins:\n%s", line)
 	}

@@ -14,6 +14,8 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
+	"time"
 
 	"github.com/extism/go-pdk"
 )
@@ -44,10 +46,16 @@ func tool(name, does string, props string) string {
 		`"inputSchema":{"type":"object","properties":{` + props + `}}}`
 }
 
+// describe lists the tools. user_notify_tools's title says when they were
+// listed, so every listing differs from the last, as a plugin's whose
+// tools do change: the host tells clients of lists that changed, and only
+// of those.
+//
 //go:wasmexport describe
 func describe() int32 {
-	pdk.OutputString(`{"tools":[` +
-		tool("user_notify_tools", "telling the client the tool list changed.", "") + `,` +
+	notify := tool("user_notify_tools", "telling the client the tool list changed.", "")
+	notify = `{"title":"Notify (listed ` + strconv.FormatInt(time.Now().UnixNano(), 10) + `)",` + notify[1:]
+	pdk.OutputString(`{"tools":[` + notify + `,` +
 		tool("user_roots", "listing the client's roots.", "") + `,` +
 		tool("user_log", "sending a log message and progress.", "") + `,` +
 		tool("user_ask", "asking the client's model.", `"prompt":{"type":"string","description":"the question"}`) + `,` +
