@@ -54,4 +54,3 @@ func ReservedOwner(name string) (plugin string, ok bool) {
 func pinnedUnderName(file string, e *fileEntry) bool {
 	return e.origin != "" || strings.TrimSuffix(filepath.Base(file), ".wasm") == e.plugin.Name()
 }
-
