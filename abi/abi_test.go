@@ -2,6 +2,7 @@ package abi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -58,6 +59,14 @@ func TestManifestValidate(t *testing.T) {
 		{"array schema", func(m *Manifest) { m.Tools[0].InputSchema = json.RawMessage(`{"type":"array"}`) }, "object"},
 		{"broken schema", func(m *Manifest) { m.Tools[0].InputSchema = json.RawMessage(`{`) }, "inputSchema"},
 		{"empty key field", func(m *Manifest) { m.Tools[0].Idempotency = &Idempotency{} }, "key_field"},
+		{"too many tools", func(m *Manifest) {
+			for i := 0; i < MaxManifestEntries; i++ {
+				m.Tools = append(m.Tools, Tool{Name: fmt.Sprintf("t%d", i), Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)})
+			}
+		}, "257 tools; the cap is 256"},
+		{"too many prompts", func(m *Manifest) { m.Prompts = make([]Prompt, MaxManifestEntries+1) }, "prompts; the cap"},
+		{"long plugin name", func(m *Manifest) { m.Plugin.Name = strings.Repeat("p", MaxNameBytes+1) }, "plugin name is 129 bytes"},
+		{"long prompt name", func(m *Manifest) { m.Prompts = []Prompt{{Name: strings.Repeat("p", MaxNameBytes+1)}} }, "name must be 1-128"},
 	}
 	for _, c := range bad {
 		m := good
