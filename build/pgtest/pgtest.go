@@ -5,9 +5,10 @@
 // removes it afterwards. NewDatabase gives each test a fresh database of its
 // own on that cluster.
 //
-// Start gives a test a cluster of its own. Shared gives every test of a test
-// binary the same cluster, started on first use; the package's TestMain must
-// then run the tests through Run, which stops it:
+// Start gives a test a cluster of its own; StartWith one on a small disk of
+// its own, which the test can fill (FillDisk) and free (FreeDisk). Shared
+// gives every test of a test binary the same cluster, started on first use;
+// the package's TestMain must then run the tests through Run, which stops it:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 //
@@ -63,9 +64,10 @@ var stopTimeout = 10 * time.Second
 
 // Server is a running throwaway PostgreSQL cluster.
 type Server struct {
-	port int
-	root string // the temporary directory holding data, socket and log
-	proc *os.Process
+	port    int
+	root    string // the temporary directory holding data, socket and log
+	mounted bool   // root is a tmpfs of its own (Options.DiskBytes)
+	proc    *os.Process
 
 	exited   chan struct{} // closed when the postmaster has been reaped
 	stopOnce sync.Once
@@ -82,13 +84,75 @@ func Installed(t testing.TB) {
 // Start starts a cluster for t alone, stopped and removed when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// Options are a cluster's departures from Start's defaults.
+type Options struct {
+	// DiskBytes, when positive, puts the whole cluster (data, WAL, socket
+	// and log) on a tmpfs of that size mounted for it alone, so that a
+	// test can run the server out of disk (FillDisk) without touching
+	// anyone else's. Mounting needs root: t is skipped otherwise.
+	DiskBytes int64
+}
+
+// StartWith is Start with opts.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	bin := binaries(t)
-	s, err := start(bin)
+	if opts.DiskBytes > 0 && os.Geteuid() != 0 {
+		t.Skip("pgtest: a cluster on a disk of its own mounts a tmpfs, which needs root")
+	}
+	s, err := start(bin, opts)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// fillerName is the file FillDisk writes in a small-disk cluster's root.
+const fillerName = "filler"
+
+// FillDisk takes every free byte of the cluster's own disk (Options.
+// DiskBytes) with a file of the test's, as another tenant of a shared
+// volume would: from then on the server's writes that need new space fail
+// with ENOSPC. It returns the bytes it took.
+func (s *Server) FillDisk() (int64, error) {
+	if !s.mounted {
+		return 0, errors.New("pgtest: FillDisk needs a cluster started with Options.DiskBytes")
+	}
+	f, err := os.OpenFile(filepath.Join(s.root, fillerName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var n int64
+	// Big writes first, then page-sized ones for the last scraps: a
+	// tmpfs allocates whole pages, so nothing smaller is left after.
+	for _, size := range []int{1 << 20, 4096} {
+		buf := make([]byte, size)
+		for {
+			w, err := f.Write(buf)
+			n += int64(w)
+			if errors.Is(err, syscall.ENOSPC) {
+				break
+			}
+			if err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// FreeDisk gives back the space FillDisk took.
+func (s *Server) FreeDisk() error {
+	err := os.Remove(filepath.Join(s.root, fillerName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 var shared struct {
@@ -106,7 +170,7 @@ func Shared(t testing.TB) *Server {
 		t.Fatal("pgtest.Shared needs the package's TestMain to run the tests through pgtest.Run(m)")
 	}
 	bin := binaries(t)
-	shared.once.Do(func() { shared.srv, shared.err = start(bin) })
+	shared.once.Do(func() { shared.srv, shared.err = start(bin, Options{}) })
 	if shared.err != nil {
 		t.Fatalf("pgtest: shared server: %v", shared.err)
 	}
@@ -188,6 +252,11 @@ func (s *Server) Stop() {
 			_ = s.proc.Signal(syscall.SIGKILL)
 			<-s.exited
 		}
+		if s.mounted {
+			// Lazily: a test's stray process in it must not keep the
+			// mount (and its memory) alive.
+			_ = syscall.Unmount(s.root, syscall.MNT_DETACH)
+		}
 		_ = os.RemoveAll(s.root)
 	})
 }
@@ -268,7 +337,7 @@ func pickUser() (*runAs, error) {
 }
 
 // start creates and starts a cluster with the binaries in bin.
-func start(bin string) (*Server, error) {
+func start(bin string, opts Options) (*Server, error) {
 	sweepStale()
 	as, err := pickUser()
 	if err != nil {
@@ -278,9 +347,22 @@ func start(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	mounted := false
+	if opts.DiskBytes > 0 {
+		// mode 0700 as MkdirTemp made it; chowned below like any root.
+		if err := syscall.Mount("tmpfs", root, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV,
+			fmt.Sprintf("size=%d,mode=0700", opts.DiskBytes)); err != nil {
+			_ = os.Remove(root)
+			return nil, fmt.Errorf("mount a tmpfs of %d bytes on %s: %w", opts.DiskBytes, root, err)
+		}
+		mounted = true
+	}
 	ok := false
 	defer func() {
 		if !ok {
+			if mounted {
+				_ = syscall.Unmount(root, syscall.MNT_DETACH)
+			}
 			_ = os.RemoveAll(root)
 		}
 	}()
@@ -324,6 +406,7 @@ func start(bin string) (*Server, error) {
 		s, retry, err := launch(bin, root, data, sock, port, env, as)
 		if err == nil {
 			ok = true
+			s.mounted = mounted
 			return s, nil
 		}
 		lastErr = err
@@ -456,6 +539,8 @@ func sweepStale() {
 		if pid := postmasterPID(filepath.Join(d, "data")); pid > 0 && alive(pid) {
 			continue // a live server after all: leave it
 		}
+		// A small-disk cluster's tmpfs (an error when d is no mount point).
+		_ = syscall.Unmount(d, syscall.MNT_DETACH)
 		_ = os.RemoveAll(d)
 	}
 }

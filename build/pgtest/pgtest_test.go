@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestMain(m *testing.M) { os.Exit(Run(m)) }
@@ -216,4 +217,53 @@ func running(pid int) bool {
 		return s[i+2] != 'Z' && s[i+2] != 'X'
 	}
 	return true
+}
+
+// TestSmallDisk: a cluster on a disk of its own runs out of space when the
+// test fills it — a table that must grow fails with PostgreSQL's
+// disk_full — works again once FreeDisk gives the space back, and Stop
+// unmounts and removes its directory.
+func TestSmallDisk(t *testing.T) {
+	s := StartWith(t, Options{DiskBytes: 96 << 20})
+	// The postgres database: NewDatabase's drop would come after the
+	// Stop this test checks.
+	c := connect(t, s.URL())
+	ctx := context.Background()
+	if _, err := c.Exec(ctx, `CREATE TABLE big (b text)`); err != nil {
+		t.Fatal(err)
+	}
+	took, err := s.FillDisk()
+	if err != nil || took == 0 {
+		t.Fatalf("FillDisk: %d bytes, %v", took, err)
+	}
+	// Incompressible rows bigger than a page: the table (its TOAST
+	// table) must grow.
+	grow := `INSERT INTO big SELECT string_agg(md5(random()::text), '') FROM generate_series(1, 2000)`
+	_, err = c.Exec(ctx, grow)
+	if code := pgCode(err); code != "53100" {
+		t.Fatalf("insert on a full disk: %v, want SQLSTATE 53100", err)
+	}
+	if err := s.FreeDisk(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, grow); err != nil {
+		t.Fatalf("insert once freed: %v", err)
+	}
+	var mounts []byte
+	if mounts, err = os.ReadFile("/proc/self/mounts"); err != nil || !strings.Contains(string(mounts), " "+s.root+" tmpfs ") {
+		t.Fatalf("%s is not a tmpfs mount (%v)", s.root, err)
+	}
+	c.Close(ctx)
+	checkStop(t, s)
+	if mounts, _ = os.ReadFile("/proc/self/mounts"); strings.Contains(string(mounts), " "+s.root+" ") {
+		t.Fatalf("%s is still mounted after Stop", s.root)
+	}
+}
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
 }

@@ -227,6 +227,10 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, abi.NewEnvelope(abi.CodeCancelled, "board "+r.Op+": "+err.Error(), "retry with more time")
 		}
+		if errors.Is(err, store.ErrUnavailable) {
+			a.log.Warn("board operation failed: the store is unavailable", "op", r.Op, "err", err)
+			return nil, abi.NewEnvelope(abi.CodeUnavailable, "board "+r.Op+": "+err.Error(), "retry later; the operator must fix the store as the message says")
+		}
 		a.log.Error("board operation failed", "op", r.Op, "err", err)
 		return nil, abi.NewEnvelope(abi.CodeInternal, "board "+r.Op+": "+err.Error(), "retry; if it persists, check the host log")
 	}

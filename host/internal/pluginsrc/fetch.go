@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -53,11 +54,77 @@ type Fetcher struct {
 	MaxBytes int64
 }
 
+// client is the Fetcher's client (or a default one) with the redirect
+// policy of checkRedirect in place of the client's own: a test's client
+// brings its certificates, never a looser policy.
 func (f *Fetcher) client() *http.Client {
+	var c http.Client
 	if f != nil && f.Client != nil {
-		return f.Client
+		c = *f.Client
 	}
-	return http.DefaultClient
+	c.CheckRedirect = checkRedirect
+	return &c
+}
+
+// maxRedirects bounds a chain of redirects (net/http's default).
+const maxRedirects = 10
+
+// redirectError is a redirect refused before it was followed.
+type redirectError struct {
+	from, to *url.URL
+	why      string
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("GET %s was redirected to %s, %s; refused before any request to it", shownURL(e.from), shownURL(e.to), e.why)
+}
+
+// shownURL is u for an error: without credentials or query, which on a
+// redirect target is often a signature (a CDN's signed URL).
+func shownURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment = nil, "", false, ""
+	return c.String()
+}
+
+// checkRedirect is called by net/http before it sends each redirected
+// request, with the headers it copied from the first: the check has to be
+// here, as a check of the final response comes after the plain request
+// went out. Only https is followed (sources are https only, so a
+// downgrade is never wanted), and credentials set on the first request
+// go only to that request's origin (scheme, host and port). net/http's
+// own rule keeps Authorization for the same host name or a subdomain of
+// it, on any port and scheme: a registry's token would reach
+// http://registry:8080 or a service on another port of its host.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	from := via[len(via)-1].URL
+	if len(via) >= maxRedirects {
+		return &redirectError{from: from, to: req.URL, why: fmt.Sprintf("the %dth redirect in a row", len(via))}
+	}
+	if req.URL.Scheme != "https" {
+		return &redirectError{from: from, to: req.URL, why: "which is not https"}
+	}
+	if origin(req.URL) != origin(via[0].URL) {
+		for _, h := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+			req.Header.Del(h)
+		}
+	}
+	return nil
+}
+
+// origin is a URL's scheme, host name and port (the default port of its
+// scheme when none is given), lowercased.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			port = "443"
+		case "http":
+			port = "80"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 }
 
 func (f *Fetcher) maxBytes() int64 {
@@ -119,6 +186,12 @@ func (f *Fetcher) get(ctx context.Context, u string, header http.Header) (*http.
 	}
 	resp, err := f.client().Do(req)
 	if err != nil {
+		// A refused redirect is the whole story; net/http's wrapping
+		// would name the target again, with its query.
+		var re *redirectError
+		if errors.As(err, &re) {
+			return nil, re
+		}
 		return nil, err
 	}
 	return resp, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -349,5 +350,105 @@ func TestParseChallenge(t *testing.T) {
 	got := parseChallenge(`realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull"`)
 	if got["realm"] != "https://auth.example/token" || got["service"] != "registry.example" || got["scope"] != "repository:a/b:pull" {
 		t.Errorf("%v", got)
+	}
+}
+
+// TestFetchRedirects: redirects are checked before they are followed:
+// never to plain http (no request reaches it), credentials only to the
+// first request's origin (a same-origin redirect keeps the registry's
+// token, another port of the same host does not get it), and a chain is
+// bounded.
+func TestFetchRedirects(t *testing.T) {
+	module := []byte("\x00asm\x01\x00\x00\x00 redirected")
+	var mu sync.Mutex
+	seen := map[string][]string{} // server → Authorization of each request
+	record := func(name string, r *http.Request) {
+		mu.Lock()
+		seen[name] = append(seen[name], r.Header.Get("Authorization"))
+		mu.Unlock()
+	}
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record("plain", r)
+		w.Write(module)
+	}))
+	defer plain.Close()
+	other := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		record("other", r)
+		w.Write(module)
+	}))
+	defer other.Close()
+
+	reg := newRegistry(t, "org/echo", true)
+	reg.push("1.0", module, WasmLayerTypes[0], false)
+	blob := "/v2/org/echo/blobs/sha256:" + Sum(module)
+	var target string // where the registry sends the blob; "" serves it
+	inner := reg.Config.Handler
+	reg.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		to := target
+		mu.Unlock()
+		switch {
+		case r.URL.Path == blob && to != "" && r.Header.Get("Authorization") != "":
+			http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+		case r.URL.Path == "/same/blob":
+			record("same", r)
+			r.URL.Path = blob
+			inner.ServeHTTP(w, r)
+		case r.URL.Path == "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		default:
+			inner.ServeHTTP(w, r)
+		}
+	})
+	// The registry's and the other server's certificates are the same
+	// (httptest's): one client trusts both.
+	f := &Fetcher{Client: reg.Client()}
+	fetch := func(to string) ([]byte, error) {
+		mu.Lock()
+		target = to
+		mu.Unlock()
+		return f.Fetch(context.Background(), reg.ref("1.0"))
+	}
+
+	if _, err := fetch(plain.URL + "/blob?sig=s3cr3t"); err == nil || !strings.Contains(err.Error(), "redirected to "+plain.URL+"/blob, which is not https") ||
+		strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("to plain http: %v", err)
+	}
+	if b, err := fetch(other.URL + "/blob"); err != nil || string(b) != string(module) {
+		t.Errorf("to another origin: %q, %v", b, err)
+	}
+	if b, err := fetch(reg.URL + "/same/blob"); err != nil || string(b) != string(module) {
+		t.Errorf("to the same origin: %q, %v", b, err)
+	}
+	mu.Lock()
+	if len(seen["plain"]) != 0 {
+		t.Errorf("plain http received %d requests", len(seen["plain"]))
+	}
+	if len(seen["other"]) != 1 || seen["other"][0] != "" {
+		t.Errorf("another origin received Authorization %q, want one request without", seen["other"])
+	}
+	if len(seen["same"]) != 1 || seen["same"][0] != "Bearer anon-token" {
+		t.Errorf("the same origin received Authorization %q, want the token", seen["same"])
+	}
+	mu.Unlock()
+
+	src, _ := Parse(reg.URL+"/loop", "")
+	if _, err := f.Fetch(context.Background(), src); err == nil || !strings.Contains(err.Error(), "10th redirect") {
+		t.Errorf("redirect loop: %v", err)
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://Registry.example:443/v2/": "https://registry.example:443",
+		"https://registry.example/v2/":     "https://registry.example:443",
+		"https://registry.example:8443/x":  "https://registry.example:8443",
+		"http://registry.example/x":        "http://registry.example:80",
+		"https://[::1]/x":                  "https://[::1]:443",
+	} {
+		u, _ := url.Parse(in)
+		if got := origin(u); got != want {
+			t.Errorf("origin(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

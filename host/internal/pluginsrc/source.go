@@ -11,7 +11,9 @@
 // and SSL_CERT_DIR are honoured), a timeout and a size cap; OCI is the
 // distribution API (a manifest, then the wasm layer's blob, each digest
 // checked), with anonymous bearer tokens when the registry asks for them.
-// Plain http is refused.
+// Plain http is refused, also as a redirect's target, before any request
+// goes to it; a redirect to another origin (scheme, host, port) is
+// followed without the registry's token.
 package pluginsrc
 
 import (

@@ -37,11 +37,23 @@ func (d *sqlDB) q(query string) string {
 }
 
 func (d *sqlDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return d.db.ExecContext(ctx, d.q(query), args...)
+	res, err := d.db.ExecContext(ctx, d.q(query), args...)
+	return res, d.classify(err)
 }
 
 func (d *sqlDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return d.db.QueryContext(ctx, d.q(query), args...)
+	rows, err := d.db.QueryContext(ctx, d.q(query), args...)
+	return rows, d.classify(err)
+}
+
+// classify turns a PostgreSQL server's condition (a full disk, a
+// restart) into an ErrUnavailable error naming it (pgerrors.go); SQLite's
+// errors are left as they are.
+func (d *sqlDB) classify(err error) error {
+	if !d.pg {
+		return err
+	}
+	return pgUnavailable(err)
 }
 
 func (d *sqlDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
@@ -66,12 +78,22 @@ func (t *Tx) q(query string) string {
 
 // ExecContext is sql.Tx's, with ? placeholders.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.q(query), args...)
+	res, err := t.tx.ExecContext(ctx, t.q(query), args...)
+	return res, t.classify(err)
 }
 
 // QueryContext is sql.Tx's, with ? placeholders.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(ctx, t.q(query), args...)
+	rows, err := t.tx.QueryContext(ctx, t.q(query), args...)
+	return rows, t.classify(err)
+}
+
+// classify is sqlDB.classify's, for a statement of the transaction.
+func (t *Tx) classify(err error) error {
+	if !t.pg {
+		return err
+	}
+	return pgUnavailable(err)
 }
 
 // QueryRowContext is sql.Tx's, with ? placeholders.
@@ -81,7 +103,8 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 
 // PrepareContext is sql.Tx's, with ? placeholders.
 func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return t.tx.PrepareContext(ctx, t.q(query))
+	stmt, err := t.tx.PrepareContext(ctx, t.q(query))
+	return stmt, t.classify(err)
 }
 
 // rebound caches rebind's rewrites: the store's queries are few and fixed.
@@ -170,7 +193,11 @@ func (s *Store) tx(ctx context.Context, fn func(*Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.runTx(ctx, opts, fn)
 		if err == nil || attempt >= pgTxAttempts || !retryable(err) {
-			return err
+			// BEGIN, COMMIT and statements of fn through other
+			// handles are not classified on the way: the server's
+			// condition is named whatever step met it. A full disk is
+			// not retried here: it lasts until the operator acts.
+			return pgUnavailable(err)
 		}
 		d := pgTxBackoff*time.Duration(attempt) + rand.N(pgTxBackoff*time.Duration(attempt)*2)
 		t := time.NewTimer(d)
