@@ -313,6 +313,13 @@ func (d *Dispatcher) steps(ctx context.Context, tool registry.Tool, req Request,
 // arguments idempotency_conflict, a duplicate of a running call
 // request_in_progress. Only successes are stored. Other calls go straight
 // on to the plugin.
+//
+// A key is its caller's: the answer stored for it is what the plugin
+// answered that caller after the board checked each of its operations
+// against that caller's scope, so it is replayed to that caller alone.
+// Another caller naming the key gets idempotency_conflict — never the
+// answer, never request_in_progress — and calls again with a key of its
+// own, through the checks a fresh call meets.
 func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Request, ex *execution) *Result {
 	k := tool.Def.Idempotency
 	if k == nil {
@@ -328,7 +335,7 @@ func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Re
 	var fresh *Result
 	// ctx carries the call's idempotency scope into the plugin's board
 	// operations, which journal their effects under it.
-	stored, ran, env := d.opts.Idempotency.Run(ctx, req.Tool, k.KeyField, key, req.Arguments, func(ctx context.Context) ([]byte, bool) {
+	stored, ran, env := d.opts.Idempotency.Run(ctx, req.Caller, req.Tool, k.KeyField, key, req.Arguments, func(ctx context.Context) ([]byte, bool) {
 		fresh = d.retry(ctx, tool, req, key, ex)
 		if fresh.IsError() {
 			return nil, false

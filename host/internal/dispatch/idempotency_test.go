@@ -13,6 +13,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/registry"
@@ -30,9 +31,9 @@ type countingStore struct {
 	runs int
 }
 
-func (s *countingStore) ClaimRequestAs(ctx context.Context, now time.Time, tool, requestID, hash string,
+func (s *countingStore) ClaimRequestBy(ctx context.Context, now time.Time, tool, caller, requestID, hash string,
 	ttl time.Duration, owner string, dead func(string) bool) (string, []byte, string, error) {
-	outcome, result, token, err := s.Store.ClaimRequestAs(ctx, now, tool, requestID, hash, ttl, owner, dead)
+	outcome, result, token, err := s.Store.ClaimRequestBy(ctx, now, tool, caller, requestID, hash, ttl, owner, dead)
 	if outcome == idempotency.OutcomeNew {
 		s.mu.Lock()
 		s.runs++
@@ -190,8 +191,7 @@ func firstKey(m map[string]int) string {
 }
 
 // TestIdempotencyConflictAndReplay: replay is byte-identical; the same key
-// with other arguments is refused without reaching the plugin; a key is per
-// tool call payload, not per caller.
+// with other arguments is refused without reaching the plugin.
 func TestIdempotencyConflictAndReplay(t *testing.T) {
 	d, cs := nonceDispatcher(t, true)
 	first := call(t, d, `{"label":"a","request_id":"k"}`)
@@ -212,6 +212,35 @@ func TestIdempotencyConflictAndReplay(t *testing.T) {
 	a, b := nonceOf(t, call(t, d, `{"label":"a"}`)), nonceOf(t, call(t, d, `{"label":"a"}`))
 	if a.Nonce == b.Nonce || a.RequestID != "" {
 		t.Fatalf("unkeyed calls: %+v, %+v", a, b)
+	}
+}
+
+// TestIdempotencyKeyIsTheCallers: a key replays only to the caller that
+// made the call, whether the caller comes in the request or in the
+// context; another caller naming it, with the same arguments or while the
+// call runs, gets idempotency_conflict without the answer and without
+// reaching the plugin.
+func TestIdempotencyKeyIsTheCallers(t *testing.T) {
+	d, cs := nonceDispatcher(t, true)
+	w1 := &abi.Caller{ID: "worker1", Role: "WORKER"}
+	as := func(c *abi.Caller, args string) *dispatch.Result {
+		return d.Call(context.Background(), dispatch.Request{Tool: "nonce", Arguments: json.RawMessage(args), Caller: c})
+	}
+	args := `{"label":"mine","request_id":"k"}`
+	first := nonceOf(t, as(w1, args))
+	for _, c := range []*abi.Caller{{ID: "worker2", Role: "WORKER"}, {ID: "worker1", Role: "SUPERVISOR"}, nil} {
+		res := as(c, args)
+		env := envelopeCode(t, res)
+		if env.Code != abi.CodeIdempotencyConflict || !strings.Contains(env.Hint, "of your own") || strings.Contains(string(res.Structured), first.Nonce) {
+			t.Errorf("caller %+v: %s", c, res.Structured)
+		}
+	}
+	ctx := caller.With(context.Background(), &abi.Caller{ID: "worker1", Role: "WORKER"})
+	if again := nonceOf(t, d.Call(ctx, dispatch.Request{Tool: "nonce", Arguments: json.RawMessage(args)})); again.Nonce != first.Nonce {
+		t.Fatalf("worker1's replay ran again: %s, first %s", again.Nonce, first.Nonce)
+	}
+	if cs.count() != 1 {
+		t.Fatalf("plugin ran %d times", cs.count())
 	}
 }
 

@@ -8,6 +8,10 @@
 // package does not import SQLite.
 //
 // Decisions, per (tool, key):
+//   - held by another caller (Identity): idempotency_conflict, whatever
+//     the record holds — a key replays only to the caller whose call made
+//     it, so another caller never receives that call's answer (which its
+//     own scope may not reach), never waits on it, never takes it over;
 //   - free: claim it in_progress, run the call; store its result if it
 //     succeeded, release the claim if it failed (a retry runs again rather
 //     than replaying a failure);
@@ -22,7 +26,10 @@ package idempotency
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,17 +45,20 @@ const (
 	OutcomeReplay     = "replay"
 	OutcomeConflict   = "conflict"
 	OutcomeInProgress = "in_progress"
+	OutcomeForeign    = "foreign"
 )
 
 // Store holds idempotency records; *store.Store (host/internal/board/store)
 // implements it.
 type Store interface {
-	// ClaimRequestAs atomically looks up (tool, requestID) and, when it is
-	// free, its in_progress claim is older than inProgressTTL or its
-	// claim's owner is another that dead reports gone, claims it for
-	// payloadHash as owner. It returns one of the Outcome* values, the
-	// stored result on OutcomeReplay and a claim token on OutcomeNew.
-	ClaimRequestAs(ctx context.Context, now time.Time, tool, requestID, payloadHash string,
+	// ClaimRequestBy atomically looks up (tool, requestID): held by a
+	// caller other than caller, it answers OutcomeForeign and nothing
+	// more; when it is free, its in_progress claim is older than
+	// inProgressTTL or its claim's owner is another that dead reports
+	// gone, it claims it for caller and payloadHash as owner. It returns
+	// one of the Outcome* values, the stored result on OutcomeReplay and a
+	// claim token on OutcomeNew.
+	ClaimRequestBy(ctx context.Context, now time.Time, tool, caller, requestID, payloadHash string,
 		inProgressTTL time.Duration, owner string, dead func(owner string) bool) (outcome string, result []byte, token string, err error)
 	// CompleteClaim stores the result of the claim token names; false when
 	// that claim no longer holds the key.
@@ -135,23 +145,55 @@ func NewGuard(store StoreFunc, cfg Config) *Guard {
 
 // Do is Run for a call that makes no board operations of its own to
 // journal: run does not need the call's Scope.
-func (g *Guard) Do(ctx context.Context, tool, keyField, key string, args json.RawMessage,
+func (g *Guard) Do(ctx context.Context, c *abi.Caller, tool, keyField, key string, args json.RawMessage,
 	run func() (result []byte, ok bool)) (result []byte, ran bool, env *abi.Envelope) {
-	return g.Run(ctx, tool, keyField, key, args, func(context.Context) ([]byte, bool) { return run() })
+	return g.Run(ctx, c, tool, keyField, key, args, func(context.Context) ([]byte, bool) { return run() })
 }
 
-// Run runs a keyed call at most once. args are the call's arguments (the
-// key field included; it is left out of the payload hash). run executes the
-// call under a context carrying its Scope (which the board API journals
-// the call's effects under) and returns its result as it should be
-// replayed, and whether it succeeded; only a success is stored, a failure
-// releases the key.
+// Identity is how a key's record names the caller whose call claimed it:
+// the caller's id and role, as the ABI encodes them (so no two callers
+// share one), or "" for a call without a caller. The role is part of it: a
+// caller whose role the agents file changed may reach less than before,
+// so it does not replay what it got in its former role.
+func Identity(c *abi.Caller) string {
+	if c == nil {
+		return ""
+	}
+	b, err := json.Marshal(abi.Caller{ID: c.ID, Role: c.Role})
+	if err != nil { // two strings always encode
+		return ""
+	}
+	return string(b)
+}
+
+// journalHash names a keyed call's payload in its effect journal: the
+// payload hash and the caller's identity together. Another caller's call
+// with the same key and arguments — made once the first released the key
+// after a failure — then never finds, and never gets the answers of, the
+// board operations the first one journaled.
+func journalHash(identity, payloadHash string) string {
+	sum := sha256.Sum256([]byte(identity + "\n" + payloadHash))
+	return hex.EncodeToString(sum[:])
+}
+
+// Run runs a keyed call made by caller c at most once. args are the call's
+// arguments (the key field included; it is left out of the payload hash).
+// run executes the call under a context carrying its Scope (which the
+// board API journals the call's effects under) and returns its result as
+// it should be replayed, and whether it succeeded; only a success is
+// stored, a failure releases the key.
+//
+// The key is c's: a stored answer replays only to the caller whose call
+// claimed the key (Identity), the caller that passed the policy and the
+// board's scope checks for that very call when it ran; any other caller
+// naming the key gets idempotency_conflict, before anything about the
+// record — its answer, whether its call still runs — is looked at.
 //
 // It returns run's result when run ran, the stored bytes when the call is a
 // replay (ran reports which), or an envelope: idempotency_conflict,
 // request_in_progress, or a failure to reach the store (unavailable,
 // cancelled, internal) — in which case run did not run.
-func (g *Guard) Run(ctx context.Context, tool, keyField, key string, args json.RawMessage,
+func (g *Guard) Run(ctx context.Context, c *abi.Caller, tool, keyField, key string, args json.RawMessage,
 	run func(ctx context.Context) (result []byte, ok bool)) (result []byte, ran bool, env *abi.Envelope) {
 	hash, err := PayloadHash(args, keyField)
 	if err != nil {
@@ -170,18 +212,34 @@ func (g *Guard) Run(ctx context.Context, tool, keyField, key string, args json.R
 		env.Details = map[string]any{"tool": tool}
 		return nil, false, env
 	}
-	outcome, stored, token, err := st.ClaimRequestAs(ctx, g.now(), tool, key, hash, g.cfg.InProgressTTL, g.cfg.owner(), g.cfg.ownerDead())
+	who := Identity(c)
+	outcome, stored, token, err := st.ClaimRequestBy(ctx, g.now(), tool, who, key, hash, g.cfg.InProgressTTL, g.cfg.owner(), g.cfg.ownerDead())
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, abi.NewEnvelope(abi.CodeCancelled, "the call ended before its "+keyField+" was recorded",
 				"retry the call with the same "+keyField)
 		}
 		g.log.Error("idempotency claim failed", "tool", tool, "err", err)
-		env := abi.NewEnvelope(abi.CodeInternal, "recording "+keyField+" failed: "+err.Error(), "retry the call with the same "+keyField)
+		code, hint := abi.CodeInternal, "retry the call with the same "+keyField
+		// The store says when its server is the trouble (out of disk, down):
+		// the operator must act, and the call may be retried once they have.
+		var u interface{ Unavailable() bool }
+		if errors.As(err, &u) && u.Unavailable() {
+			code, hint = abi.CodeUnavailable, "retry later with the same "+keyField+"; the operator must fix the store as the message says"
+		}
+		env := abi.NewEnvelope(code, "recording "+keyField+" failed: "+err.Error(), hint)
 		env.Details = map[string]any{"tool": tool}
 		return nil, false, env
 	}
 	switch outcome {
+	case OutcomeForeign:
+		// Nothing of the other call is told: not its arguments, not its
+		// state, not whose it is.
+		env := abi.NewEnvelope(abi.CodeIdempotencyConflict,
+			fmt.Sprintf("%s %q belongs to a %s call another caller made", keyField, key, tool),
+			fmt.Sprintf("generate a fresh %s of your own (a UUID) for this call; a %s replays only calls you made yourself", keyField, keyField))
+		env.Details = map[string]any{"tool": tool, "request_id": key}
+		return nil, false, env
 	case OutcomeReplay:
 		g.log.Debug("idempotent replay", "tool", tool, "request_id", key)
 		return stored, false, nil
@@ -226,6 +284,6 @@ func (g *Guard) Run(ctx context.Context, tool, keyField, key string, args json.R
 				"tool", tool, "request_id", key, "err", err)
 		}
 	}()
-	result, ok = run(WithScope(ctx, tool, key, hash))
+	result, ok = run(WithScope(ctx, tool, key, journalHash(who, hash)))
 	return result, true, nil
 }

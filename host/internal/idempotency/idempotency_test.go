@@ -21,7 +21,7 @@ var _ Store = (*store.Store)(nil)
 
 func TestOutcomesMatchStore(t *testing.T) {
 	for ours, theirs := range map[string]string{OutcomeNew: store.ClaimNew, OutcomeReplay: store.ClaimReplay,
-		OutcomeConflict: store.ClaimConflict, OutcomeInProgress: store.ClaimInProgress} {
+		OutcomeConflict: store.ClaimConflict, OutcomeInProgress: store.ClaimInProgress, OutcomeForeign: store.ClaimForeign} {
 		if ours != theirs {
 			t.Errorf("outcome %q, store says %q", ours, theirs)
 		}
@@ -170,17 +170,17 @@ func TestGuardDecisions(t *testing.T) {
 	var r runner
 	args := json.RawMessage(`{"title":"t","n":1,"request_id":"k1"}`)
 
-	first, ran, env := g.Do(ctx, "create_task", "request_id", "k1", args, r.ok)
+	first, ran, env := g.Do(ctx, nil, "create_task", "request_id", "k1", args, r.ok)
 	if env != nil || !ran || r.n.Load() != 1 {
 		t.Fatalf("first call: ran %v, env %v, runs %d", ran, env, r.n.Load())
 	}
 	// Same payload in another layout: replayed byte for byte, not run.
-	again, ran, env := g.Do(ctx, "create_task", "request_id", "k1", json.RawMessage(`{ "request_id":"k1", "n":1, "title":"t" }`), r.ok)
+	again, ran, env := g.Do(ctx, nil, "create_task", "request_id", "k1", json.RawMessage(`{ "request_id":"k1", "n":1, "title":"t" }`), r.ok)
 	if env != nil || ran || string(again) != string(first) || r.n.Load() != 1 {
 		t.Fatalf("retry: %s (ran %v, env %v, runs %d), want replay of %s", again, ran, env, r.n.Load(), first)
 	}
 	// Same key, other payload: conflict, not run.
-	_, ran, env = g.Do(ctx, "create_task", "request_id", "k1", json.RawMessage(`{"title":"t","n":1.0,"request_id":"k1"}`), r.ok)
+	_, ran, env = g.Do(ctx, nil, "create_task", "request_id", "k1", json.RawMessage(`{"title":"t","n":1.0,"request_id":"k1"}`), r.ok)
 	if ran || env == nil || env.Code != abi.CodeIdempotencyConflict || env.Retryable || r.n.Load() != 1 {
 		t.Fatalf("conflict: ran %v, env %+v", ran, env)
 	}
@@ -189,7 +189,7 @@ func TestGuardDecisions(t *testing.T) {
 		t.Fatalf("conflict envelope %+v", env)
 	}
 	// Same key, other tool: an independent record.
-	if _, ran, env = g.Do(ctx, "start_task_attempt", "request_id", "k1", args, r.ok); !ran || env != nil {
+	if _, ran, env = g.Do(ctx, nil, "start_task_attempt", "request_id", "k1", args, r.ok); !ran || env != nil {
 		t.Fatalf("other tool: ran %v, env %v", ran, env)
 	}
 }
@@ -201,7 +201,7 @@ func TestGuardInProgress(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	done := make(chan []byte)
 	go func() {
-		out, _, _ := g.Do(ctx, "t", "request_id", "k", args, func() ([]byte, bool) {
+		out, _, _ := g.Do(ctx, nil, "t", "request_id", "k", args, func() ([]byte, bool) {
 			close(started)
 			<-release
 			return []byte(`{"content":[]}`), true
@@ -210,7 +210,7 @@ func TestGuardInProgress(t *testing.T) {
 	}()
 	<-started
 	var r runner
-	_, ran, env := g.Do(ctx, "t", "request_id", "k", args, r.ok)
+	_, ran, env := g.Do(ctx, nil, "t", "request_id", "k", args, r.ok)
 	if ran || env == nil || env.Code != abi.CodeRequestInProgress || !env.Retryable || r.n.Load() != 0 {
 		t.Fatalf("duplicate of a running call: ran %v, env %+v", ran, env)
 	}
@@ -218,14 +218,93 @@ func TestGuardInProgress(t *testing.T) {
 		t.Fatalf("in-progress envelope %+v", env)
 	}
 	// Other arguments conflict even while the first runs.
-	if _, _, env := g.Do(ctx, "t", "request_id", "k", json.RawMessage(`{"request_id":"k","x":1}`), r.ok); env == nil || env.Code != abi.CodeIdempotencyConflict {
+	if _, _, env := g.Do(ctx, nil, "t", "request_id", "k", json.RawMessage(`{"request_id":"k","x":1}`), r.ok); env == nil || env.Code != abi.CodeIdempotencyConflict {
 		t.Fatalf("other payload during the run: %+v", env)
 	}
 	close(release)
 	first := <-done
-	out, ran, env := g.Do(ctx, "t", "request_id", "k", args, r.ok)
+	out, ran, env := g.Do(ctx, nil, "t", "request_id", "k", args, r.ok)
 	if ran || env != nil || string(out) != string(first) {
 		t.Fatalf("after completion: %s, ran %v, env %v", out, ran, env)
+	}
+}
+
+// TestGuardKeyIsItsCallers: a key replays only to the caller whose call
+// claimed it. Another caller — another id, or the same id in another role —
+// naming it with the same arguments, other arguments, or while the first
+// call still runs, gets idempotency_conflict telling it to use a key of its
+// own, with nothing of the first call's answer, and its call does not run;
+// the owner's replay is untouched. The effects of the two callers' runs are
+// journaled apart.
+func TestGuardKeyIsItsCallers(t *testing.T) {
+	ctx := context.Background()
+	g, _ := newGuard(t, openStore(t))
+	w1 := &abi.Caller{ID: "worker1", Role: "WORKER"}
+	w2 := &abi.Caller{ID: "worker2", Role: "WORKER"}
+	args := json.RawMessage(`{"request_id":"k","attempt_id":"a1"}`)
+	var r runner
+	var ownScope string
+	first, ran, env := g.Run(ctx, w1, "follow_up", "request_id", "k", args, func(ctx context.Context) ([]byte, bool) {
+		ownScope = ScopeFrom(ctx).PayloadHash
+		return r.ok()
+	})
+	if !ran || env != nil {
+		t.Fatalf("worker1: ran %v, env %v", ran, env)
+	}
+	foreign := func(what string, c *abi.Caller, args json.RawMessage) {
+		t.Helper()
+		out, ran, env := g.Do(ctx, c, "follow_up", "request_id", "k", args, r.ok)
+		if ran || out != nil || env == nil || env.Code != abi.CodeIdempotencyConflict || env.Retryable ||
+			!strings.Contains(env.Hint, "fresh request_id of your own") || env.Details["request_id"] != "k" {
+			t.Errorf("%s: out %s, ran %v, env %+v", what, out, ran, env)
+		}
+		if env != nil && (strings.Contains(env.Message, "worker1") || strings.Contains(env.Message, "different arguments")) {
+			t.Errorf("%s: the envelope tells of the other call: %+v", what, env)
+		}
+	}
+	foreign("worker2, same arguments", w2, args)
+	foreign("worker2, other arguments", w2, json.RawMessage(`{"request_id":"k","attempt_id":"a2"}`))
+	foreign("worker1's id in another role", &abi.Caller{ID: "worker1", Role: "SUPERVISOR"}, args)
+	foreign("no caller", nil, args)
+	if r.n.Load() != 1 {
+		t.Fatalf("another caller's call ran: %d runs", r.n.Load())
+	}
+	if again, ran, env := g.Do(ctx, &abi.Caller{ID: "worker1", Role: "WORKER"}, "follow_up", "request_id", "k", args, r.ok); ran || env != nil || string(again) != string(first) {
+		t.Fatalf("worker1's replay: %s, ran %v, env %v", again, ran, env)
+	}
+
+	// While worker1's call runs, worker2 neither waits on it nor gets it.
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan []byte)
+	go func() {
+		out, _, _ := g.Do(ctx, w1, "t", "request_id", "k2", args, func() ([]byte, bool) {
+			close(started)
+			<-release
+			return []byte(`{"content":[]}`), true
+		})
+		done <- out
+	}()
+	<-started
+	if _, ran, env := g.Do(ctx, w2, "t", "request_id", "k2", args, r.ok); ran || env == nil || env.Code != abi.CodeIdempotencyConflict {
+		t.Fatalf("worker2 during worker1's call: ran %v, env %+v", ran, env)
+	}
+	close(release)
+	<-done
+
+	// A key released by a failure is free to another caller, whose run
+	// journals its effects apart from the first's.
+	if _, ran, env := g.Do(ctx, w1, "t", "request_id", "k3", args, r.fail); !ran || env != nil {
+		t.Fatalf("failing call: ran %v, env %v", ran, env)
+	}
+	var otherScope string
+	if _, ran, env := g.Run(ctx, w2, "follow_up", "request_id", "k3", args, func(ctx context.Context) ([]byte, bool) {
+		otherScope = ScopeFrom(ctx).PayloadHash
+		return r.ok()
+	}); !ran || env != nil {
+		t.Fatalf("worker2 after worker1's failure: ran %v, env %v", ran, env)
+	}
+	if ownScope == "" || ownScope == otherScope || ownScope == mustHash(t, args) {
+		t.Fatalf("journal hashes: worker1 %q, worker2 %q", ownScope, otherScope)
 	}
 }
 
@@ -237,7 +316,7 @@ func TestGuardFailureReleases(t *testing.T) {
 	var r runner
 	args := json.RawMessage(`{"request_id":"k"}`)
 	for i := 1; i <= 2; i++ {
-		if _, ran, env := g.Do(ctx, "t", "request_id", "k", args, r.fail); !ran || env != nil || r.n.Load() != int32(i) {
+		if _, ran, env := g.Do(ctx, nil, "t", "request_id", "k", args, r.fail); !ran || env != nil || r.n.Load() != int32(i) {
 			t.Fatalf("failing call %d: ran %v, env %v, runs %d", i, ran, env, r.n.Load())
 		}
 	}
@@ -247,9 +326,9 @@ func TestGuardFailureReleases(t *testing.T) {
 				t.Fatal("panic swallowed")
 			}
 		}()
-		g.Do(ctx, "t", "request_id", "k", args, func() ([]byte, bool) { panic("boom") })
+		g.Do(ctx, nil, "t", "request_id", "k", args, func() ([]byte, bool) { panic("boom") })
 	}()
-	if _, ran, env := g.Do(ctx, "t", "request_id", "k", json.RawMessage(`{"request_id":"k","other":true}`), r.ok); !ran || env != nil {
+	if _, ran, env := g.Do(ctx, nil, "t", "request_id", "k", json.RawMessage(`{"request_id":"k","other":true}`), r.ok); !ran || env != nil {
 		t.Fatalf("after failures, other payload: ran %v, env %v", ran, env)
 	}
 }
@@ -260,9 +339,9 @@ func TestGuardCancelledCallReleases(t *testing.T) {
 	g, _ := newGuard(t, openStore(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	args := json.RawMessage(`{"request_id":"k"}`)
-	g.Do(ctx, "t", "request_id", "k", args, func() ([]byte, bool) { cancel(); return nil, false })
+	g.Do(ctx, nil, "t", "request_id", "k", args, func() ([]byte, bool) { cancel(); return nil, false })
 	var r runner
-	if _, ran, env := g.Do(context.Background(), "t", "request_id", "k", args, r.ok); !ran || env != nil {
+	if _, ran, env := g.Do(context.Background(), nil, "t", "request_id", "k", args, r.ok); !ran || env != nil {
 		t.Fatalf("after a cancelled failure: ran %v, env %v", ran, env)
 	}
 }
@@ -281,15 +360,15 @@ func TestGuardStaleInProgress(t *testing.T) {
 	}
 	var r runner
 	clock.add(59 * time.Minute)
-	if _, _, env := g.Do(ctx, "t", "request_id", "k", args, r.ok); env == nil || env.Code != abi.CodeRequestInProgress {
+	if _, _, env := g.Do(ctx, nil, "t", "request_id", "k", args, r.ok); env == nil || env.Code != abi.CodeRequestInProgress {
 		t.Fatalf("young claim: %+v", env)
 	}
 	clock.add(2 * time.Minute)
-	out, ran, env := g.Do(ctx, "t", "request_id", "k", args, r.ok)
+	out, ran, env := g.Do(ctx, nil, "t", "request_id", "k", args, r.ok)
 	if !ran || env != nil {
 		t.Fatalf("stale claim not reclaimed: ran %v, env %v", ran, env)
 	}
-	if again, ran, _ := g.Do(ctx, "t", "request_id", "k", args, r.ok); ran || string(again) != string(out) {
+	if again, ran, _ := g.Do(ctx, nil, "t", "request_id", "k", args, r.ok); ran || string(again) != string(out) {
 		t.Fatalf("reclaimed call not replayed: %s", again)
 	}
 	// In-progress TTL 0: a claim never goes stale.
@@ -298,7 +377,7 @@ func TestGuardStaleInProgress(t *testing.T) {
 	if _, _, _, err := s.ClaimRequestAt(ctx, clock.now(), "t", "k0", mustHash(t, args), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, env := g0.Do(ctx, "t", "request_id", "k0", args, r.ok); env == nil || env.Code != abi.CodeRequestInProgress {
+	if _, _, env := g0.Do(ctx, nil, "t", "request_id", "k0", args, r.ok); env == nil || env.Code != abi.CodeRequestInProgress {
 		t.Fatalf("TTL 0 took a claim as stale: %+v", env)
 	}
 }
@@ -328,7 +407,7 @@ func TestGuardConcurrent(t *testing.T) {
 	for range 50 {
 		wg.Go(func() {
 			for {
-				out, _, env := g.Do(ctx, "t", "request_id", "k", args, func() ([]byte, bool) {
+				out, _, env := g.Do(ctx, nil, "t", "request_id", "k", args, func() ([]byte, bool) {
 					time.Sleep(20 * time.Millisecond)
 					return r.ok()
 				})
@@ -358,7 +437,7 @@ func TestGuardConcurrent(t *testing.T) {
 
 type brokenStore struct{ Store }
 
-func (brokenStore) ClaimRequestAs(context.Context, time.Time, string, string, string, time.Duration, string, func(string) bool) (string, []byte, string, error) {
+func (brokenStore) ClaimRequestBy(context.Context, time.Time, string, string, string, string, time.Duration, string, func(string) bool) (string, []byte, string, error) {
 	return "", nil, "", errors.New("disk on fire")
 }
 
@@ -366,17 +445,17 @@ func TestGuardStoreFailures(t *testing.T) {
 	args := json.RawMessage(`{"request_id":"k"}`)
 	var r runner
 	unavailable := NewGuard(func(context.Context) (Store, error) { return nil, errors.New("board did not open") }, Config{})
-	if _, ran, env := unavailable.Do(context.Background(), "t", "request_id", "k", args, r.ok); ran || env == nil || env.Code != abi.CodeUnavailable {
+	if _, ran, env := unavailable.Do(context.Background(), nil, "t", "request_id", "k", args, r.ok); ran || env == nil || env.Code != abi.CodeUnavailable {
 		t.Fatalf("no store: ran %v, env %+v", ran, env)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	waiting := NewGuard(func(ctx context.Context) (Store, error) { <-ctx.Done(); return nil, ctx.Err() }, Config{})
-	if _, ran, env := waiting.Do(ctx, "t", "request_id", "k", args, r.ok); ran || env == nil || env.Code != abi.CodeCancelled {
+	if _, ran, env := waiting.Do(ctx, nil, "t", "request_id", "k", args, r.ok); ran || env == nil || env.Code != abi.CodeCancelled {
 		t.Fatalf("cancelled while the store opens: ran %v, env %+v", ran, env)
 	}
 	broken := NewGuard(StaticStore(brokenStore{}), Config{})
-	if _, ran, env := broken.Do(context.Background(), "t", "request_id", "k", args, r.ok); ran || env == nil || env.Code != abi.CodeInternal {
+	if _, ran, env := broken.Do(context.Background(), nil, "t", "request_id", "k", args, r.ok); ran || env == nil || env.Code != abi.CodeInternal {
 		t.Fatalf("claim error: ran %v, env %+v", ran, env)
 	}
 	if r.n.Load() != 0 {

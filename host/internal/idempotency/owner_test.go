@@ -55,18 +55,18 @@ func TestGuardTakesOverDeadClaims(t *testing.T) {
 	dead := func(o string) bool { return o == "host 1 killed" }
 	var r runner
 	live := NewGuard(StaticStore(s), Config{InProgressTTL: time.Hour, Owner: "host 2 me", Dead: func(string) bool { return false }})
-	if _, _, env := live.Do(ctx, "t", "request_id", "k", args, r.ok); env == nil || env.Code != "request_in_progress" {
+	if _, _, env := live.Do(ctx, nil, "t", "request_id", "k", args, r.ok); env == nil || env.Code != "request_in_progress" {
 		t.Fatalf("a live owner's claim: %+v", env)
 	}
 	g := NewGuard(StaticStore(s), Config{InProgressTTL: time.Hour, Owner: "host 2 me", Dead: dead})
-	if _, ran, env := g.Do(ctx, "t", "request_id", "k", args, r.ok); !ran || env != nil {
+	if _, ran, env := g.Do(ctx, nil, "t", "request_id", "k", args, r.ok); !ran || env != nil {
 		t.Fatalf("a dead owner's claim: ran %v, %+v", ran, env)
 	}
 	p := NewPruner(StaticStore(s), Config{Dead: dead})
 	if n, err := p.Prune(ctx); err != nil || n != 1 {
 		t.Fatalf("prune: %d, %v", n, err)
 	}
-	if _, ran, env := live.Do(ctx, "t", "request_id", "k2", args, r.ok); !ran || env != nil {
+	if _, ran, env := live.Do(ctx, nil, "t", "request_id", "k2", args, r.ok); !ran || env != nil {
 		t.Fatalf("after pruning: ran %v, %+v", ran, env)
 	}
 }

@@ -53,7 +53,7 @@ func TestPruner(t *testing.T) {
 	g, _ := newGuard(t, s)
 	var r runner
 	for _, key := range []string{"done1", "done2"} {
-		if _, _, env := g.Do(ctx, "t", "request_id", key, []byte(`{}`), r.ok); env != nil {
+		if _, _, env := g.Do(ctx, nil, "t", "request_id", key, []byte(`{}`), r.ok); env != nil {
 			t.Fatal(env)
 		}
 	}

@@ -21,7 +21,11 @@ import (
 // made before it, not by its position, so a plugin that makes an extra
 // read or reorders independent writes still finds its effects.
 type Scope struct {
-	Tool, RequestID, PayloadHash string
+	Tool, RequestID string
+	// PayloadHash names the call's payload as its caller sent it: Guard.Run
+	// hashes the caller's identity in with the arguments (journalHash), so
+	// the journal keeps each caller's effects apart.
+	PayloadHash string
 
 	mu   sync.Mutex
 	seen map[string]int // op + args hash → operations made so far this run

@@ -18,6 +18,16 @@ import (
 	"github.com/plugboard/plugboard/abi/jsonscan"
 )
 
+// MaxDepth is how deeply a call's arguments may nest objects and arrays,
+// the arguments object being level 1. Validate refuses deeper arguments
+// before anything walks them: decoding, schema validation, the request_id
+// hash and the plugin's own parsing all recurse once per level, and a
+// guest, whose stack is small, overflowed on 900 levels (plugin_failed,
+// seconds of CPU and hundreds of MB for the host) that the go-sdk let
+// through. Tool inputs described by a JSON Schema nest a handful of
+// levels; 64 leaves room for documents passed whole.
+const MaxDepth = 64
+
 // Validator checks arguments of one tool.
 type Validator struct {
 	tool  string
@@ -54,8 +64,19 @@ func (v *Validator) resolve() {
 
 // Validate checks args (raw JSON; empty means {}) and returns nil or an
 // envelope: invalid_argument or missing_required with details.field set to
-// the field path (dotted, "[]" for array items).
+// the field path (dotted, "[]" for array items), or invalid_argument with
+// details.max_depth for arguments nesting deeper than MaxDepth.
 func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
+	// First, with a flat scan: every later step recurses over the
+	// arguments, and this one must not.
+	if jsonscan.Depth(args, MaxDepth) > MaxDepth {
+		env := v.envelope(abi.CodeInvalidArgument, "",
+			fmt.Sprintf("%s: the arguments nest objects and arrays more than %d levels deep", v.tool, MaxDepth),
+			fmt.Sprintf("nest objects and arrays at most %d levels deep in the arguments of %s (the arguments object is level 1): flatten deeper data",
+				MaxDepth, v.tool))
+		env.Details["max_depth"] = MaxDepth
+		return env
+	}
 	v.once.Do(v.resolve)
 	if v.err != nil {
 		return abi.NewEnvelope(abi.CodeInternal, v.err.Error(), "the plugin's schema is broken; report it to its authors")

@@ -76,3 +76,36 @@ func TestEmptyArgumentsAreAnEmptyObject(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateRefusesDeepNesting: arguments nesting deeper than MaxDepth
+// are invalid_argument naming the limit, found by a flat scan before any
+// decoding — a million levels take no stack — whatever the schema allows
+// and wherever the depth is (an unconstrained field, an unknown one, a
+// string-typed one); MaxDepth levels pass.
+func TestValidateRefusesDeepNesting(t *testing.T) {
+	nest := func(levels int, open, end string) string {
+		return strings.Repeat(open, levels) + "1" + strings.Repeat(end, levels)
+	}
+	open := New("open", []byte(`{"type":"object","properties":{"doc":{},"s":{"type":"string"}}}`))
+	closed := New("closed", []byte(`{"type":"object","additionalProperties":false,"properties":{"s":{"type":"string"}}}`))
+	for _, c := range []struct {
+		v    *Validator
+		args string
+	}{
+		{open, `{"doc":` + nest(MaxDepth, "[", "]") + `}`},
+		{open, `{"doc":` + nest(1_000_000, `{"a":`, "}") + `}`},
+		{open, `{"s":` + nest(5_000, "[", "]") + `}`},
+		{closed, `{"other":` + nest(MaxDepth, "[", "]") + `}`},
+		{closed, nest(100_000, "[", "]")},
+	} {
+		env := c.v.Validate([]byte(c.args))
+		if env == nil || env.Code != abi.CodeInvalidArgument || env.Details["max_depth"] != MaxDepth ||
+			!strings.Contains(env.Hint, "64 levels") || !strings.Contains(env.Message, "64 levels") || len(env.Message) > 200 {
+			t.Errorf("%.40s…: %+v", c.args, env)
+		}
+	}
+	// MaxDepth levels, the arguments object included, are accepted.
+	if env := open.Validate([]byte(`{"doc":` + nest(MaxDepth-1, "[", "]") + `}`)); env != nil {
+		t.Errorf("%d levels refused: %+v", MaxDepth, env)
+	}
+}

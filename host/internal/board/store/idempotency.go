@@ -18,6 +18,9 @@ const (
 	ClaimConflict = "conflict"
 	// ClaimInProgress: a call with the same key and payload is running.
 	ClaimInProgress = "in_progress"
+	// ClaimForeign: the key belongs to another caller's call
+	// (ClaimRequestBy); nothing of that call is told.
+	ClaimForeign = "foreign"
 )
 
 // Claim is the outcome of ClaimRequest.
@@ -28,17 +31,19 @@ type Claim struct {
 
 // ClaimRequest atomically looks up (tool, requestID) and, when it is free,
 // records it in_progress with payloadHash. The insert-or-read runs in one
-// write transaction, so concurrent duplicates see exactly one ClaimNew.
+// write transaction, so concurrent duplicates see exactly one ClaimNew. It
+// claims for no caller: a key an identified caller holds is ClaimForeign
+// (see ClaimRequestBy).
 func (s *Store) ClaimRequest(ctx context.Context, tool, requestID, payloadHash string) (Claim, error) {
 	var c Claim
 	err := s.tx(ctx, func(tx *Tx) error {
 		c = Claim{} // a retry starts afresh
 		var (
-			hash, state string
-			result      sql.NullString
+			hash, state, claimant string
+			result                sql.NullString
 		)
-		err := tx.QueryRowContext(ctx, `SELECT payload_hash, state, result FROM idempotency_records WHERE tool = ? AND request_id = ?`,
-			tool, requestID).Scan(&hash, &state, &result)
+		err := tx.QueryRowContext(ctx, `SELECT payload_hash, state, result, caller FROM idempotency_records WHERE tool = ? AND request_id = ?`,
+			tool, requestID).Scan(&hash, &state, &result, &claimant)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			now := Now()
@@ -48,6 +53,8 @@ func (s *Store) ClaimRequest(ctx context.Context, tool, requestID, payloadHash s
 			return err
 		case err != nil:
 			return err
+		case claimant != "":
+			c.Outcome = ClaimForeign
 		case hash != payloadHash:
 			c.Outcome = ClaimConflict
 		case state == "in_progress":

@@ -117,3 +117,72 @@ func TestClaimRequestAtStale(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimRequestByCaller: a key belongs to the caller whose call claimed
+// it. Any other caller gets ClaimForeign and nothing else — not the stored
+// result, not in_progress, not a takeover of a stale claim or of one whose
+// owner died, not even when its arguments differ — and the key's own
+// caller keeps its replay and its takeovers. Records without a caller
+// (written before callers were recorded) belong to no identified caller.
+func TestClaimRequestByCaller(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		s := open()
+		t0 := time.Now()
+		claim := func(at time.Time, caller, key, hash, owner string) (string, []byte, string) {
+			t.Helper()
+			dead := func(o string) bool { return o == "dead" }
+			outcome, result, token, err := s.ClaimRequestBy(ctx, at, "follow_up", caller, key, hash, time.Hour, owner, dead)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return outcome, result, token
+		}
+		_, _, tok := claim(t0, "w1", "k", "h", "live")
+		for _, c := range []struct{ caller, hash, owner string }{{"w2", "h", "live"}, {"w2", "other", "live"}, {"", "h", "live"}} {
+			if o, res, token := claim(t0, c.caller, "k", c.hash, c.owner); o != ClaimForeign || res != nil || token != "" {
+				t.Fatalf("%+v during w1's call: %q %q %q", c, o, res, token)
+			}
+		}
+		if o, _, _ := claim(t0, "w1", "k", "h", "live"); o != ClaimInProgress {
+			t.Fatalf("w1's duplicate: %q", o)
+		}
+		if ok, err := s.CompleteClaim(ctx, "follow_up", "k", tok, []byte(`"w1's answer"`)); !ok || err != nil {
+			t.Fatalf("complete = %v, %v", ok, err)
+		}
+		if o, res, _ := claim(t0, "w2", "k", "h", "live"); o != ClaimForeign || res != nil {
+			t.Fatalf("w2 after w1's call: %q %q", o, res)
+		}
+		if o, res, _ := claim(t0, "w1", "k", "h", "live"); o != ClaimReplay || string(res) != `"w1's answer"` {
+			t.Fatalf("w1's replay: %q %q", o, res)
+		}
+		// The legacy claim (no caller) refuses it too.
+		if c, err := s.ClaimRequest(ctx, "follow_up", "k", "h"); err != nil || c.Outcome != ClaimForeign || c.Result != nil {
+			t.Fatalf("ClaimRequest of w1's key: %+v %v", c, err)
+		}
+
+		// A stale claim, and a claim whose owner died, are taken over by
+		// their own caller only.
+		claim(t0, "w1", "stale", "h", "live")
+		claim(t0, "w1", "dead", "h", "dead")
+		for key, at := range map[string]time.Time{"stale": t0.Add(2 * time.Hour), "dead": t0} {
+			if o, _, _ := claim(at, "w2", key, "h", "live"); o != ClaimForeign {
+				t.Fatalf("w2 took over w1's %s claim: %q", key, o)
+			}
+			if o, _, _ := claim(at, "w1", key, "h", "live"); o != ClaimNew {
+				t.Fatalf("w1 could not take over its own %s claim: %q", key, o)
+			}
+		}
+
+		// A record without a caller answers only calls without one.
+		if o, _, _, err := s.ClaimRequestAs(ctx, t0, "follow_up", "old", "h", time.Hour, "live", nil); err != nil || o != ClaimNew {
+			t.Fatalf("claim without a caller: %q %v", o, err)
+		}
+		if o, _, _ := claim(t0, "w1", "old", "h", "live"); o != ClaimForeign {
+			t.Fatalf("w1 on a record without a caller: %q", o)
+		}
+		if o, _, _ := claim(t0, "", "old", "h", "live"); o != ClaimInProgress {
+			t.Fatalf("no caller on its own record: %q", o)
+		}
+	})
+}

@@ -259,4 +259,36 @@ CREATE TABLE dashboard_sessions (
 );
 CREATE INDEX dashboard_sessions_seen ON dashboard_sessions(seen_at);
 `,
+	// 7: dashboard sessions bound to the bearer token they were made with.
+	// mac is an HMAC, under a key derived from that token, over the row's
+	// cookie digest, identity, token digest, CSRF token and creation time
+	// (host/internal/dashboard): a row that whoever can write the store
+	// copies under another cookie's digest, or rewrites to name another
+	// identity, signs no one in. The sessions from before carry none and
+	// are dropped: everyone signs in once more. Sessions are capped per
+	// identity; the index finds one identity's least recently seen.
+	`
+DELETE FROM dashboard_sessions;
+ALTER TABLE dashboard_sessions ADD COLUMN mac TEXT NOT NULL DEFAULT '';
+CREATE INDEX dashboard_sessions_identity ON dashboard_sessions(identity, seen_at);
+`,
+	// 8: a request_id belongs to the caller that made the call
+	// (host/internal/idempotency): the record keeps its identity, and
+	// another caller naming the key is refused, never answered from it.
+	// Records from before have caller '' and are refused to every
+	// identified caller; they expire with their TTL.
+	`
+ALTER TABLE idempotency_records ADD COLUMN caller TEXT NOT NULL DEFAULT '';
+`,
+	// 9: attempt logs are capped and pruned (host/internal/board, logprune.go):
+	// each process keeps log_bytes, the sum of LogRowSize over its entries,
+	// so the caps and retention by size read one row per process instead of
+	// measuring every entry. The index finds the logs retention may prune,
+	// oldest first; a pruned log's bytes are 0 and it is not listed.
+	`
+ALTER TABLE execution_processes ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE execution_processes SET log_bytes = COALESCE((SELECT SUM(octet_length(entry)) + 64 * COUNT(*)
+	FROM log_entries WHERE log_entries.process_id = execution_processes.id), 0);
+CREATE INDEX processes_log_bytes ON execution_processes(updated_at, id) WHERE log_bytes > 0;
+`,
 }
