@@ -143,7 +143,7 @@ func (s storeSessions) Create(ctx context.Context, sess dashboard.Session, idleB
 		return err
 	}
 	return st.CreateDashboardSession(ctx, store.DashboardSession{IDHash: sess.IDHash, Identity: sess.Identity,
-		TokenHash: sess.TokenHash, CSRF: sess.CSRF, CreatedAt: store.FormatTime(sess.Created), SeenAt: store.FormatTime(sess.Seen)},
+		TokenHash: sess.TokenHash, CSRF: sess.CSRF, MAC: sess.MAC, CreatedAt: store.FormatTime(sess.Created), SeenAt: store.FormatTime(sess.Seen)},
 		store.FormatTime(idleBefore), keep)
 }
 
@@ -159,12 +159,15 @@ func (s storeSessions) Get(ctx context.Context, idHash string) (dashboard.Sessio
 	if err != nil {
 		return dashboard.Session{}, false, err
 	}
+	// An unreadable creation time is left zero: the session's MAC and
+	// lifetime checks then end it.
 	created, _ := time.Parse(store.TimeFormat, d.CreatedAt)
 	seen, err := time.Parse(store.TimeFormat, d.SeenAt)
 	if err != nil {
 		return dashboard.Session{}, false, fmt.Errorf("dashboard session seen at %q: %w", d.SeenAt, err)
 	}
-	return dashboard.Session{IDHash: d.IDHash, Identity: d.Identity, TokenHash: d.TokenHash, CSRF: d.CSRF, Created: created, Seen: seen}, true, nil
+	return dashboard.Session{IDHash: d.IDHash, Identity: d.Identity, TokenHash: d.TokenHash, CSRF: d.CSRF, MAC: d.MAC,
+		Created: created, Seen: seen}, true, nil
 }
 
 func (s storeSessions) Touch(ctx context.Context, idHash string, seen time.Time) error {

@@ -10,16 +10,19 @@ package dashboard
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,9 +48,22 @@ const (
 
 // Limits of sessions and bodies.
 const (
-	sessionIdle = 12 * time.Hour
-	maxSessions = 256
-	maxBody     = 1 << 20
+	// sessionIdle ends a session unused this long; sessionLifetime ends
+	// any session this long after its sign-in, as its cookie's Max-Age
+	// does in the browser (the lifetime is under the session's MAC, the
+	// seen time is not).
+	sessionIdle     = 12 * time.Hour
+	sessionLifetime = 12 * time.Hour
+	// maxSessionsPerIdentity is how many sessions one identity keeps; its
+	// next sign-in ends its own least recently seen. There is no cap over
+	// all identities: a sign-in must never sign someone else out, and the
+	// sessions are bounded anyway, by this cap times the configured
+	// tokens' identities.
+	maxSessionsPerIdentity = 32
+	// maxSessionCookies is how many session cookies one request may
+	// present (see presented); a request with more is signed in as no one.
+	maxSessionCookies = 4
+	maxBody           = 1 << 20
 )
 
 // Options configures New.
@@ -105,9 +121,10 @@ type Dashboard struct {
 	opts   Options
 	static http.Handler
 	// tokens maps the SHA-256 of each token in Options.Tokens to its
-	// identity: a sign-in looks the typed token's digest up, and a session
-	// holds only the digest of the token it was made with.
-	tokens   map[[32]byte]string
+	// identity and session key: a sign-in looks the typed token's digest
+	// up, and a session holds only the digest of the token it was made
+	// with, and a MAC under that token's key.
+	tokens   map[[32]byte]signer
 	sessions Sessions
 	// openCSRF is the CSRF token of the page when no login is needed.
 	openCSRF string
@@ -119,7 +136,8 @@ type Dashboard struct {
 // balancer too, and a restart keeps them.
 type Sessions interface {
 	// Create stores s after dropping the sessions not seen since
-	// idleBefore, then keeps at most keep, the most recently seen.
+	// idleBefore, then keeps at most keep of s.Identity's sessions, its
+	// most recently seen; it never drops another identity's session.
 	Create(ctx context.Context, s Session, idleBefore time.Time, keep int) error
 	// Get returns the session whose cookie hashes to idHash (false: none).
 	Get(ctx context.Context, idHash string) (Session, bool, error)
@@ -131,14 +149,54 @@ type Sessions interface {
 
 // Session is a signed-in session: the identity its token named, the
 // SHA-256 hex of that token (the session ends when the token is no longer
-// configured), and its CSRF token.
+// configured), its CSRF token, and MAC, which binds all of these and
+// Created to the cookie's digest under the token's session key (see
+// signer).
 type Session struct {
 	IDHash    string
 	Identity  string
 	TokenHash string
 	CSRF      string
+	MAC       string
 	Created   time.Time
 	Seen      time.Time
+}
+
+// signer is what a configured token signs sessions in as: its identity,
+// and the key of its sessions' MACs.
+//
+// The key is HMAC-SHA256(token, sessionKeyLabel): derived from the bearer
+// token, which the store never holds (it holds the token's SHA-256, from
+// which the key cannot be computed). So whoever can write the store — an
+// operator of another host on a shared PostgreSQL without this token,
+// anyone with the SQLite file — can neither copy a session's row under a
+// cookie digest of their own (the MAC covers the digest) nor rewrite a row
+// to name another identity or token (the MAC covers both, and the identity
+// must be the one its token is configured for): the row signs no one in.
+// The key is the same on every host configured with the token, so a
+// session works on all hosts sharing the store, as a host-local key would
+// not allow.
+type signer struct {
+	identity string
+	key      []byte
+}
+
+// sessionKeyLabel separates the session keys from any other use of a
+// token; the version lets a later scheme retire these MACs.
+const sessionKeyLabel = "plugboard dashboard session v1"
+
+// mac is the session's MAC: HMAC-SHA256 under key over the
+// length-prefixed cookie digest, identity, token digest, CSRF token and
+// creation time (in microseconds, what the store keeps).
+func (s Session) mac(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	for _, part := range []string{s.IDHash, s.Identity, s.TokenHash, s.CSRF, strconv.FormatInt(s.Created.UnixMicro(), 10)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		m.Write(n[:])
+		m.Write([]byte(part))
+	}
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // touchEvery is how stale a session's seen time may get before a request
@@ -162,9 +220,11 @@ func New(opts Options) *Dashboard {
 	for tok, id := range opts.Tokens {
 		if tok != "" {
 			if d.tokens == nil {
-				d.tokens = map[[32]byte]string{}
+				d.tokens = map[[32]byte]signer{}
 			}
-			d.tokens[sha256.Sum256([]byte(tok))] = id
+			k := hmac.New(sha256.New, []byte(tok))
+			k.Write([]byte(sessionKeyLabel))
+			d.tokens[sha256.Sum256([]byte(tok))] = signer{identity: id, key: k.Sum(nil)}
 		}
 	}
 	return d
@@ -210,36 +270,91 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// presented returns the digests of the session cookies r carries, each
+// once; none when it carries more than maxSessionCookies (each costs a
+// read of the store).
+//
+// A browser sends every cookie of the name whose domain and path match,
+// the longest path first, so a request may carry cookies this dashboard
+// never set: another port of the same host name (cookies ignore ports) or
+// a sibling subdomain can plant one with a longer path or a parent domain,
+// and the server cannot clear it (it does not know that path or domain).
+// Reading only the first would let a planted cookie shadow the session
+// the browser signed in with. So all are read: see who and login.
+func presented(r *http.Request) []string {
+	cookies := r.CookiesNamed(CookieName)
+	if len(cookies) > maxSessionCookies {
+		return nil
+	}
+	var out []string
+	for _, c := range cookies {
+		if c.Value == "" {
+			continue
+		}
+		if h := digest(c.Value); !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // who returns the signed-in identity and its CSRF token, or "" when the
-// request has no valid session (and a login is needed): none, idle for
-// sessionIdle, or made with a token no longer configured (or configured
-// for another identity) — those are ended.
+// request has no valid session (and a login is needed), or when it
+// presents more than one valid session: one of them was planted beside the
+// other (cookie tossing), and acting as either could act for the wrong
+// person; the page then asks to sign in, which ends both.
 func (d *Dashboard) who(r *http.Request) (identity, csrf string, err error) {
 	if !d.loginRequired() {
 		return d.opts.Local.ID, d.openCSRF, nil
 	}
-	c, err := r.Cookie(CookieName)
-	if err != nil || c.Value == "" {
+	ctx := r.Context()
+	var found []Session
+	for _, idHash := range presented(r) {
+		s, ok, err := d.valid(ctx, idHash)
+		if err != nil {
+			return "", "", err
+		}
+		if ok {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		if len(found) > 1 {
+			d.opts.Logger.Warn("dashboard request with several live sessions refused: a cookie may have been planted by another site",
+				"identities", []string{found[0].Identity, found[1].Identity})
+		}
 		return "", "", nil
 	}
-	ctx, idHash := r.Context(), digest(c.Value)
+	s := found[0]
+	if time.Since(s.Seen) > touchEvery {
+		if err := d.sessions.Touch(ctx, s.IDHash, time.Now()); err != nil {
+			return "", "", err
+		}
+	}
+	return s.Identity, s.CSRF, nil
+}
+
+// valid returns the session whose cookie hashes to idHash if it is valid:
+// made with a token still configured for the same identity, its MAC under
+// that token's key right (so not copied under another cookie's digest nor
+// rewritten in the store), neither idle for sessionIdle nor older than
+// sessionLifetime. A session found invalid is ended.
+func (d *Dashboard) valid(ctx context.Context, idHash string) (Session, bool, error) {
 	s, ok, err := d.sessions.Get(ctx, idHash)
 	if err != nil || !ok {
-		return "", "", err
+		return Session{}, false, err
 	}
 	var tokenSum [32]byte
 	if b, err := hex.DecodeString(s.TokenHash); err == nil && len(b) == len(tokenSum) {
 		copy(tokenSum[:], b)
 	}
-	if id, configured := d.tokens[tokenSum]; !configured || id != s.Identity || time.Since(s.Seen) > sessionIdle {
-		return "", "", d.sessions.Delete(ctx, idHash)
+	sg, configured := d.tokens[tokenSum]
+	if !configured || sg.identity != s.Identity ||
+		!hmac.Equal([]byte(s.MAC), []byte(s.mac(sg.key))) ||
+		time.Since(s.Seen) > sessionIdle || time.Since(s.Created) > sessionLifetime {
+		return Session{}, false, d.sessions.Delete(ctx, idHash)
 	}
-	if time.Since(s.Seen) > touchEvery {
-		if err := d.sessions.Touch(ctx, idHash, time.Now()); err != nil {
-			return "", "", err
-		}
-	}
-	return s.Identity, s.CSRF, nil
+	return s, true, nil
 }
 
 // caller is identity's caller.
@@ -410,7 +525,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// A map lookup by the digest: its timing tells nothing of the token.
 	tokenSum := sha256.Sum256([]byte(strings.TrimSpace(body.Token)))
-	identity, ok := d.tokens[tokenSum]
+	sg, ok := d.tokens[tokenSum]
 	if !ok {
 		// Slow guessing down a little; the token space does the rest.
 		time.Sleep(200 * time.Millisecond)
@@ -418,24 +533,44 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 			"use the token plugboard serve was given (--http-token-file, $PLUGBOARD_HTTP_TOKEN) or an agent's from --agents"))
 		return
 	}
-	id, now := randomHex(), time.Now()
+	// Every session the browser presents ends here, whoever's it is: a
+	// session planted by another site (cookie tossing) must neither
+	// outlive this sign-in nor stand beside the new one, and the browser's
+	// own earlier one is replaced.
+	for _, old := range presented(r) {
+		if err := d.sessions.Delete(r.Context(), old); err != nil {
+			d.sessionsUnavailable(w, "the sign-in could not be stored", err)
+			return
+		}
+	}
+	// Always a new random session id, never one the request brought: a
+	// value an attacker set beforehand (fixation) is never signed in. The
+	// creation time is kept to the microsecond, as the store keeps it, so
+	// the MAC over it checks out after the round trip.
+	id, now := randomHex(), time.Now().UTC().Truncate(time.Microsecond)
+	identity := sg.identity
 	sess := Session{IDHash: digest(id), Identity: identity, TokenHash: hex.EncodeToString(tokenSum[:]), CSRF: randomHex(),
 		Created: now, Seen: now}
-	if err := d.sessions.Create(r.Context(), sess, now.Add(-sessionIdle), maxSessions); err != nil {
+	sess.MAC = sess.mac(sg.key)
+	if err := d.sessions.Create(r.Context(), sess, now.Add(-sessionIdle), maxSessionsPerIdentity); err != nil {
 		d.sessionsUnavailable(w, "the sign-in could not be stored", err)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionIdle / time.Second)})
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionLifetime / time.Second)})
 	d.opts.Logger.Info("dashboard sign-in", "identity", identity)
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	// The page keeps this session's CSRF token in its origin's storage,
+	// which no other origin can write: a session the page did not start
+	// (a cookie planted before it signed in) then shows the sign-in form
+	// instead of acting as whoever planted it (app.js).
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "csrf": sess.CSRF})
 }
 
-// logout ends the session on every host sharing the store, and clears the
-// cookie.
+// logout ends every session the browser presents on every host sharing
+// the store, and clears the cookie.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		if err := d.sessions.Delete(r.Context(), digest(c.Value)); err != nil {
+	for _, idHash := range presented(r) {
+		if err := d.sessions.Delete(r.Context(), idHash); err != nil {
 			d.sessionsUnavailable(w, "the sign-out could not be stored", err)
 			return
 		}
@@ -469,17 +604,23 @@ func (m *memorySessions) Create(_ context.Context, s Session, idleBefore time.Ti
 			delete(m.m, k)
 		}
 	}
-	for len(m.m) >= keep {
-		oldest := ""
+	m.m[s.IDHash] = s
+	for {
+		n, oldest := 0, ""
 		for k, old := range m.m {
+			if old.Identity != s.Identity {
+				continue
+			}
+			n++
 			if oldest == "" || old.Seen.Before(m.m[oldest].Seen) {
 				oldest = k
 			}
 		}
+		if n <= keep {
+			return nil
+		}
 		delete(m.m, oldest)
 	}
-	m.m[s.IDHash] = s
-	return nil
 }
 
 func (m *memorySessions) Get(_ context.Context, idHash string) (Session, bool, error) {

@@ -2,11 +2,13 @@ package dashboard
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plugboard/plugboard/abi"
 )
@@ -190,5 +192,151 @@ func TestSessionsSharedAndRevoked(t *testing.T) {
 	renamed := New(Options{Tokens: map[string]string{"worker-token": "someone-else"}, Sessions: shared, Local: &abi.Caller{ID: "local"}})
 	if w := do(renamed, "GET", "/ui/api/tools", "", nil, cookie); w.Code != 401 {
 		t.Fatalf("a session whose token now names another identity: %d", w.Code)
+	}
+}
+
+// cookieHeader is one Cookie header carrying each value as the session
+// cookie, in order, as a browser sends cookies of one name and several
+// paths.
+func cookieHeader(values ...string) map[string]string {
+	var parts []string
+	for _, v := range values {
+		parts = append(parts, CookieName+"="+v)
+	}
+	return map[string]string{"Cookie": strings.Join(parts, "; ")}
+}
+
+// TestForgedSessionRowsSignNoOneIn: whoever writes the sessions' store
+// copies the operator's session under a cookie of their own, or rewrites
+// the worker's session to name the operator and its token: neither signs
+// in, the rows are ended, and the operator's own session still works.
+func TestForgedSessionRowsSignNoOneIn(t *testing.T) {
+	shared := &memorySessions{m: map[string]Session{}}
+	d := New(Options{Tokens: map[string]string{"operator-token": "local", "worker-token": "worker-1"}, Sessions: shared,
+		Local: &abi.Caller{ID: "local"}})
+	login := func(token string) string {
+		w := do(d, "POST", "/ui/api/login", `{"token":"`+token+`"}`, nil)
+		if w.Code != 200 || len(w.Result().Cookies()) != 1 {
+			t.Fatalf("login: %d %s", w.Code, w.Body)
+		}
+		return w.Result().Cookies()[0].Value
+	}
+	who := func(cookie string) any {
+		return decode(t, do(d, "GET", "/ui/api/me", "", cookieHeader(cookie)))["identity"]
+	}
+	operator, worker := login("operator-token"), login("worker-token")
+
+	copied := shared.m[digest(operator)]
+	copied.IDHash = digest("chosen-by-the-attacker")
+	shared.m[copied.IDHash] = copied
+	if got := who("chosen-by-the-attacker"); got != nil {
+		t.Errorf("a copy of the operator's row under another cookie signs in as %v", got)
+	}
+	if _, kept := shared.m[copied.IDHash]; kept {
+		t.Error("the copied row was not ended")
+	}
+
+	rewritten := shared.m[digest(worker)]
+	rewritten.Identity, rewritten.TokenHash = "local", shared.m[digest(operator)].TokenHash
+	shared.m[rewritten.IDHash] = rewritten
+	if got := who(worker); got != nil {
+		t.Errorf("the worker's row rewritten to name the operator signs in as %v", got)
+	}
+	if got := who(operator); got != "local" {
+		t.Errorf("the operator's own session signs in as %v", got)
+	}
+
+	old := shared.m[digest(operator)]
+	old.Created = old.Created.Add(-sessionLifetime - time.Minute)
+	old.MAC = old.mac(d.tokens[sha256.Sum256([]byte("operator-token"))].key)
+	shared.m[old.IDHash] = old
+	if got := who(operator); got != nil {
+		t.Errorf("a session past its lifetime, kept seen, signs in as %v", got)
+	}
+}
+
+// TestSessionsCappedPerIdentity: a worker signing in far more often than
+// its cap keeps its newest sessions and ends its own oldest; the operator's
+// session, older than all of them, stays.
+func TestSessionsCappedPerIdentity(t *testing.T) {
+	d, _ := fake(t, map[string]string{"operator-token": "local", "worker-token": "worker-1"})
+	login := func(token string) *http.Cookie {
+		w := do(d, "POST", "/ui/api/login", `{"token":"`+token+`"}`, nil)
+		if w.Code != 200 {
+			t.Fatalf("login: %d %s", w.Code, w.Body)
+		}
+		return w.Result().Cookies()[0]
+	}
+	operator := login("operator-token")
+	first := login("worker-token")
+	last := first
+	for range maxSessionsPerIdentity + 10 {
+		last = login("worker-token")
+	}
+	me := func(c *http.Cookie) any { return decode(t, do(d, "GET", "/ui/api/me", "", nil, c))["identity"] }
+	if got := me(operator); got != "local" {
+		t.Errorf("the operator after the worker's sign-ins: %v", got)
+	}
+	if got := me(last); got != "worker-1" {
+		t.Errorf("the worker's newest session: %v", got)
+	}
+	if got := me(first); got != nil {
+		t.Errorf("the worker's oldest session: %v, want ended", got)
+	}
+}
+
+// TestPlantedSessionCookies: a request presenting two live sessions (one
+// planted by another site beside the browser's own) is signed in as
+// neither; a sign-in mints a new session whatever cookie it brings, ends
+// every session the request presented, and answers the new session's CSRF
+// token for the page to keep; a sign-out ends all it presents.
+func TestPlantedSessionCookies(t *testing.T) {
+	d, _ := fake(t, map[string]string{"operator-token": "local", "worker-token": "worker-1"})
+	login := func(token string, header map[string]string) (string, string) {
+		w := do(d, "POST", "/ui/api/login", `{"token":"`+token+`"}`, header)
+		if w.Code != 200 || len(w.Result().Cookies()) != 1 {
+			t.Fatalf("login: %d %s", w.Code, w.Body)
+		}
+		csrf, _ := decode(t, w)["csrf"].(string)
+		return w.Result().Cookies()[0].Value, csrf
+	}
+	me := func(values ...string) map[string]any {
+		return decode(t, do(d, "GET", "/ui/api/me", "", cookieHeader(values...)))
+	}
+	planted, _ := login("worker-token", nil)
+	victim, _ := login("operator-token", nil)
+	if m := me(planted, victim); m["signed_in"] != false {
+		t.Errorf("two live sessions presented sign in as %v", m["identity"])
+	}
+	if m := me(victim); m["identity"] != "local" {
+		t.Errorf("the victim's session alone: %v", m)
+	}
+
+	const fixated = "a-value-the-attacker-chose"
+	fresh, csrf := login("operator-token", cookieHeader(planted, fixated, victim))
+	if fresh == fixated || fresh == planted || fresh == victim || csrf == "" {
+		t.Fatalf("sign-in kept a presented value or gave no CSRF token: %q %q", fresh, csrf)
+	}
+	for _, c := range []string{planted, victim, fixated} {
+		if m := me(c); m["signed_in"] != false {
+			t.Errorf("a session the sign-in request presented still signs in as %v", m["identity"])
+		}
+	}
+	if m := me(planted, fresh); m["identity"] != "local" || m["csrf"] != csrf {
+		t.Errorf("the new session beside the dead planted one: %v", m)
+	}
+	many := []string{fresh, "a", "b", "c", "d"}
+	if m := me(many...); m["signed_in"] != false {
+		t.Errorf("a request with %d session cookies signs in as %v", len(many), m["identity"])
+	}
+	other, _ := login("worker-token", nil)
+	if w := do(d, "POST", "/ui/api/logout", `{}`, map[string]string{CSRFHeader: csrf, "Cookie": CookieName + "=" + fresh}); w.Code != 200 {
+		t.Fatalf("logout: %d", w.Code)
+	}
+	if m := me(fresh); m["signed_in"] != false {
+		t.Error("the session signed out still signs in")
+	}
+	if m := me(other); m["identity"] != "worker-1" {
+		t.Errorf("another browser's session after this one signed out: %v", m)
 	}
 }

@@ -66,18 +66,39 @@ function stopTimers() { state.timers.forEach(clearInterval); state.timers = []; 
 function badge(s) { return s ? h("span", {class: "badge " + s}, s) : null; }
 function short(id) { return id ? id.slice(0, 8) : ""; }
 
+// ---- the page's own session ---------------------------------------------------
+
+// The page records the session it signed in with (its CSRF token) in this
+// origin's storage. Another origin can plant a session cookie in this
+// browser (cookies ignore ports, and a sibling subdomain can set one for a
+// parent domain), but it cannot write this origin's storage: a signed-in
+// session the page did not start is shown as the sign-in form, never used,
+// and signing in ends it. Without storage (disabled by the user) the check
+// is skipped rather than locking the dashboard.
+const OWN_SESSION = "plugboard.session";
+function ownSession() {
+  try { return localStorage.getItem(OWN_SESSION) || ""; } catch (e) { return undefined; }
+}
+function setOwnSession(csrf) {
+  try { if (csrf) localStorage.setItem(OWN_SESSION, csrf); else localStorage.removeItem(OWN_SESSION); } catch (e) { /* no storage */ }
+}
+
 // ---- routing ----------------------------------------------------------------
 
 async function render() {
   stopTimers();
   clearError();
   if (!state.me) state.me = await (await fetch("/ui/api/me")).json();
+  const own = ownSession();
+  if (state.me.signed_in && state.me.login_required && own !== undefined && state.me.csrf !== own) {
+    state.me = {signed_in: false, login_required: true, foreign: true};
+  }
   const nav = document.getElementById("nav");
   if (!state.me.signed_in) {
     nav.hidden = true;
     document.getElementById("logout").hidden = true;
     document.getElementById("who").textContent = "";
-    return loginView();
+    return loginView(state.me.foreign);
   }
   nav.hidden = false;
   for (const a of nav.querySelectorAll("[data-operator]")) a.hidden = !state.me.operator;
@@ -100,11 +121,13 @@ function page(title, ...kids) {
 
 // ---- sign in ----------------------------------------------------------------
 
-function loginView() {
+function loginView(foreign) {
   const input = h("input", {id: "token", type: "password", autocomplete: "current-password", required: true});
   const form = h("form", {class: "card login", id: "login"},
     h("h1", {}, "Sign in"),
     h("p", {class: "muted"}, "This server needs a bearer token: the one plugboard serve was given, or an agent's."),
+    foreign ? h("p", {id: "foreign-session"}, "This browser carries a session this page did not start (another site may have set it). " +
+      "Sign in to replace it.") : null,
     h("label", {for: "token"}, "Bearer token"), input,
     h("div", {class: "row"}, h("button", {class: "primary", type: "submit"}, "Sign in")));
   form.addEventListener("submit", async (ev) => {
@@ -113,6 +136,7 @@ function loginView() {
       body: JSON.stringify({token: input.value})});
     const data = await res.json();
     if (!data.ok) return showError(data.error);
+    setOwnSession(data.csrf);
     state.me = null;
     render();
   });
@@ -418,6 +442,7 @@ async function hostsView() {
 window.addEventListener("hashchange", () => { render(); main().focus(); });
 document.getElementById("logout").addEventListener("click", async () => {
   await api("logout", {});
+  setOwnSession("");
   state.me = null;
   render();
 });
