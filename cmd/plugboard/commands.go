@@ -118,7 +118,8 @@ func init() {
 var flagGroups = []*flagGroup{
 	{name: "host flags",
 		usage: "[--plugins DIR]... [--call-timeout D] [--memory-limit MIB] [--max-instances N] [--unload-idle D] [--grants FILE] [--agents FILE] [--agent ID] " +
-			"[--attempt ID] [--audit-payload-max SIZE] [--audit-max-bytes SIZE] [--audit-max-age D] [board flags]",
+			"[--attempt ID] [--audit-payload-max SIZE] [--audit-max-bytes SIZE] [--audit-max-age D] " +
+			"[--attempt-logs-process-max SIZE] [--attempt-logs-attempt-max SIZE] [--attempt-logs-max-bytes SIZE] [--attempt-logs-max-age D] [board flags]",
 		register: func(fs *flag.FlagSet) { new(hostFlags).register(fs) }},
 	{name: "board flags",
 		usage: "[--data DIR] [--store URL] [--log-level L] [--config FILE] [--executors FILE] [--guard NAME] [--agent-env KEY[=VALUE]]... [--agent-env-drop PATTERN]... " +

@@ -338,6 +338,7 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host,
 	if err != nil {
 		return nil, err
 	}
+	bc.Logs = h.audit.logs.limits()
 	cfg := plughost.Config{
 		DataDir: data, PluginDirs: h.plugins, CallTimeout: h.callTimeout, MemoryLimitMiB: h.memoryMiB,
 		MaxInstances: h.maxInstances, UnloadIdle: unloadIdle(h.unloadIdle), Logger: log, Policy: pol, Agent: h.agent, GrantsFile: h.grants,

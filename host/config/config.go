@@ -85,6 +85,7 @@ type Config struct {
 	Board       Board
 	Sandbox     Sandbox
 	Audit       Audit
+	AttemptLogs AttemptLogs
 	Idempotency Idempotency
 	HTTP        HTTP
 
@@ -158,6 +159,15 @@ type Audit struct {
 	MaxBytes   *ByteSize `json:"max_bytes,omitempty"`   // --audit-max-bytes
 }
 
+// AttemptLogs is the attempt_logs section: what attempt processes' logs
+// keep, and their retention.
+type AttemptLogs struct {
+	ProcessMax *ByteSize `json:"process_max,omitempty"` // --attempt-logs-process-max
+	AttemptMax *ByteSize `json:"attempt_max,omitempty"` // --attempt-logs-attempt-max
+	MaxAge     *Duration `json:"max_age,omitempty"`     // --attempt-logs-max-age
+	MaxBytes   *ByteSize `json:"max_bytes,omitempty"`   // --attempt-logs-max-bytes
+}
+
 // Idempotency is the idempotency section: how long request_id records are
 // kept ($PLUGBOARD_IDEMPOTENCY_COMPLETED_TTL_SECS and
 // $PLUGBOARD_IDEMPOTENCY_IN_PROGRESS_TTL_SECS win over it). 0 disables
@@ -198,6 +208,7 @@ type shape struct {
 	Board       Board           `json:"board"`
 	Sandbox     Sandbox         `json:"sandbox"`
 	Audit       Audit           `json:"audit"`
+	AttemptLogs AttemptLogs     `json:"attempt_logs"`
 	Idempotency Idempotency     `json:"idempotency"`
 	HTTP        httpShape       `json:"http"`
 }
@@ -304,7 +315,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		errs = append(errs, doc.Errorf(p, format, args...))
 	}
 	c := &Config{File: name, Plugins: s.Plugins, AgentEnv: s.AgentEnv, Board: s.Board, Sandbox: s.Sandbox, Audit: s.Audit,
-		Idempotency: s.Idempotency, HTTP: s.HTTP.HTTP}
+		AttemptLogs: s.AttemptLogs, Idempotency: s.Idempotency, HTTP: s.HTTP.HTTP}
 	path := func(p jsonfile.Path, v string) string {
 		if v == "" {
 			fail(p, "is empty; give a path, or leave the field out")
@@ -388,6 +399,7 @@ func Parse(name string, data []byte) (*Config, error) {
 
 	// audit
 	notNegative(fail, jsonfile.Path{"audit", "max_age"}, s.Audit.MaxAge, "0 keeps every age")
+	notNegative(fail, jsonfile.Path{"attempt_logs", "max_age"}, s.AttemptLogs.MaxAge, "0 keeps every age")
 
 	// idempotency
 	notNegative(fail, jsonfile.Path{"idempotency", "completed_ttl"}, s.Idempotency.CompletedTTL, "0 keeps records for ever")
@@ -537,6 +549,10 @@ var settings = []setting{
 	{path: "audit.payload_max", flag: "audit-payload-max", value: func(c *Config) []string { return size(c.Audit.PayloadMax) }},
 	{path: "audit.max_age", flag: "audit-max-age", value: func(c *Config) []string { return dur(c.Audit.MaxAge) }},
 	{path: "audit.max_bytes", flag: "audit-max-bytes", value: func(c *Config) []string { return size(c.Audit.MaxBytes) }},
+	{path: "attempt_logs.process_max", flag: "attempt-logs-process-max", value: func(c *Config) []string { return size(c.AttemptLogs.ProcessMax) }},
+	{path: "attempt_logs.attempt_max", flag: "attempt-logs-attempt-max", value: func(c *Config) []string { return size(c.AttemptLogs.AttemptMax) }},
+	{path: "attempt_logs.max_age", flag: "attempt-logs-max-age", value: func(c *Config) []string { return dur(c.AttemptLogs.MaxAge) }},
+	{path: "attempt_logs.max_bytes", flag: "attempt-logs-max-bytes", value: func(c *Config) []string { return size(c.AttemptLogs.MaxBytes) }},
 	{path: "http.addr", flag: "http", value: func(c *Config) []string { return str(c.HTTP.Addr) }},
 	{path: "http.token_file", flag: "http-token-file", env: EnvHTTPToken, over: []string{"http-token"},
 		value: func(c *Config) []string { return str(c.HTTP.TokenFile) }},
@@ -663,6 +679,9 @@ func (c *Config) Summary() string {
 	}
 	if a := c.Audit; a.PayloadMax != nil || a.MaxAge != nil || a.MaxBytes != nil {
 		add("audit")
+	}
+	if l := c.AttemptLogs; l.ProcessMax != nil || l.AttemptMax != nil || l.MaxAge != nil || l.MaxBytes != nil {
+		add("attempt_logs")
 	}
 	if i := c.Idempotency; i.CompletedTTL != nil || i.InProgressTTL != nil {
 		add("idempotency")

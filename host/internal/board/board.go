@@ -68,6 +68,9 @@ type Config struct {
 	// DefaultAgentInactivityTimeout and DefaultAgentRunTimeout).
 	AgentInactivityTimeout time.Duration
 	AgentRunTimeout        time.Duration
+	// Logs bound what attempt processes' logs keep (nil:
+	// DefaultLogLimits; logcaps.go).
+	Logs *LogLimits
 	// RunningAsRoot overrides the check of the effective user id that
 	// decides whether root-only refusals apply (nil: os.Geteuid() == 0).
 	RunningAsRoot *bool
@@ -108,6 +111,8 @@ type Board struct {
 	// so Close can wait for it; pending is the same count, readable.
 	chains  sync.WaitGroup
 	pending atomic.Int64
+	// logBudgets are the attempts' log budgets (logcaps.go).
+	logBudgets logBudgets
 }
 
 // Open opens the board in cfg.DataDir, applying migrations, and recovers

@@ -87,7 +87,7 @@ func (b *Board) spawn(ctx context.Context, s spawnSpec) (store.Process, error) {
 		}
 	}
 	b.store.TouchAttempt(ctx, s.attempt.ID)
-	pump := newLogPump(b, row.ID, executor.NewNormalizer(s.format))
+	pump := newLogPump(ctx, b, row, executor.NewNormalizer(s.format))
 	pump.resumeMissing = s.resumeMissing
 	// s.env is the whole environment (processEnv): the host's own is not
 	// inherited, so its secrets stay out.
@@ -259,7 +259,10 @@ func commandLine(argv []string) string {
 // normalised entries. Entries go through a bounded channel to one writer
 // that appends them in batches, so a chatty process costs one transaction
 // per batch, not per line, and a slow disk slows the child (its pipe
-// fills) instead of growing memory.
+// fills) instead of growing memory. What the log keeps is capped
+// (LogLimits, logcaps.go): past a cap, lines are read, fed to the
+// normaliser (its summary, session id and failure reason still see the
+// whole run) and dropped.
 const (
 	logQueue      = 1024
 	logBatch      = 512
@@ -269,6 +272,7 @@ const (
 type logPump struct {
 	b          *Board
 	processID  string
+	attemptID  string
 	norm       executor.Normalizer
 	rawN, nrmN int64
 	rows       chan store.LogRow
@@ -280,10 +284,30 @@ type logPump struct {
 	// not exist; sawResumeMissing is set once a line carried one.
 	resumeMissing    []string
 	sawResumeMissing atomic.Bool
+
+	// The caps (see LogLimits); procsup serialises onLine, and close runs
+	// after the last line, so these need no lock. kept is what this
+	// process's entries take (store.LogRowSize); budget is the attempt's.
+	limits LogLimits
+	budget *logBudget
+	kept   int64
+	// capped names the cap reached ("process" or "attempt"), "" before;
+	// dropped counts what was dropped since, by stream.
+	capped  string
+	dropped map[procsup.Stream]*droppedOutput
+	// droppedFinal counts the normaliser's last entries (Finish) dropped.
+	droppedFinal int64
 }
 
-func newLogPump(b *Board, processID string, norm executor.Normalizer) *logPump {
-	p := &logPump{b: b, processID: processID, norm: norm, rows: make(chan store.LogRow, logQueue), done: make(chan struct{})}
+// droppedOutput is what a stream lost to a cap.
+type droppedOutput struct{ bytes, lines int64 }
+
+func newLogPump(ctx context.Context, b *Board, proc store.Process, norm executor.Normalizer) *logPump {
+	p := &logPump{b: b, processID: proc.ID, attemptID: proc.AttemptID, norm: norm, rows: make(chan store.LogRow, logQueue), done: make(chan struct{}),
+		limits: b.logLimits(), dropped: map[procsup.Stream]*droppedOutput{}}
+	if p.limits.AttemptMax > 0 {
+		p.budget = b.logBudgets.acquire(context.WithoutCancel(ctx), b.store, proc.AttemptID)
+	}
 	p.progress.Store(time.Now().UnixNano())
 	go p.write()
 	return p
@@ -302,9 +326,12 @@ type rawEntry struct {
 // need no lock.
 func (p *logPump) onLine(stream procsup.Stream, line []byte) {
 	now := time.Now()
-	raw, _ := json.Marshal(rawEntry{Timestamp: now.UTC().Format(time.RFC3339Nano), Stream: string(stream), Content: string(line)})
-	p.rows <- store.LogRow{ProcessID: p.processID, Channel: store.ChannelRaw, Index: p.rawN, Entry: raw}
-	p.rawN++
+	// What the process printed, its line end included (procsup strips
+	// it), for the count of what a cap drops.
+	printed := len(line) + 1
+	// Control bytes and bytes that are not UTF-8 would cost 6 bytes each
+	// as JSON: the line is stored, and normalised, compacted.
+	line = compactLine(line)
 	entries := p.norm.Line(string(stream), line, now)
 	if isProgress(stream, entries) {
 		p.progress.Store(now.UnixNano())
@@ -316,7 +343,70 @@ func (p *logPump) onLine(stream procsup.Stream, line []byte) {
 			}
 		}
 	}
-	p.emit(entries)
+	if p.capped != "" {
+		p.drop(stream, printed)
+		return
+	}
+	raw, err := encodeEntry(rawEntry{Timestamp: now.UTC().Format(time.RFC3339Nano), Stream: string(stream), Content: string(line)})
+	if err != nil {
+		return
+	}
+	normalized := p.encode(entries)
+	size := store.LogRowSize(raw)
+	for _, e := range normalized {
+		size += store.LogRowSize(e)
+	}
+	if !p.admit(size, now) {
+		p.drop(stream, printed)
+		return
+	}
+	p.send(store.ChannelRaw, raw)
+	for _, e := range normalized {
+		p.send(store.ChannelNormalized, e)
+	}
+}
+
+// admit counts size against the process's and the attempt's caps; the
+// first entries that do not fit end what the log keeps, and the markers
+// say so at once, so a reader of the log's tail sees why it stopped.
+func (p *logPump) admit(size int64, now time.Time) bool {
+	if p.capped != "" {
+		return false
+	}
+	switch {
+	case p.limits.ProcessMax > 0 && p.kept+size > p.limits.ProcessMax:
+		p.capped = "process"
+	case p.budget != nil && !p.b.logBudgets.take(p.budget, size, p.limits.AttemptMax):
+		p.capped = "attempt"
+	default:
+		p.kept += size
+		return true
+	}
+	which := capName(p.capped, p.capLimit())
+	ts := now.UTC().Format(time.RFC3339Nano)
+	for _, stream := range []procsup.Stream{procsup.Stdout, procsup.Stderr} {
+		p.sendRaw(ts, stream, fmt.Sprintf("[plugboard] %s dropped from here on: this log reached %s; what was dropped is counted when the process ends", stream, which))
+	}
+	p.note(executor.EntrySystemMessage, fmt.Sprintf("Output dropped: this log reached %s; stdout and stderr from here on are not stored (the totals follow when the process ends).", which),
+		map[string]any{"cap": p.capped, "limit_bytes": p.capLimit()})
+	return false
+}
+
+func (p *logPump) capLimit() int64 {
+	if p.capped == "attempt" {
+		return p.limits.AttemptMax
+	}
+	return p.limits.ProcessMax
+}
+
+func (p *logPump) drop(stream procsup.Stream, n int) {
+	d := p.dropped[stream]
+	if d == nil {
+		d = &droppedOutput{}
+		p.dropped[stream] = d
+	}
+	d.bytes += int64(n)
+	d.lines++
 }
 
 // isProgress says whether a line shows the agent getting on with its work:
@@ -336,27 +426,99 @@ func isProgress(stream procsup.Stream, entries []executor.Entry) bool {
 	return false
 }
 
-func (p *logPump) emit(entries []executor.Entry) {
+func (p *logPump) encode(entries []executor.Entry) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(entries))
 	for _, e := range entries {
-		data, err := json.Marshal(e)
-		if err != nil {
-			continue
+		if data, err := encodeEntry(e); err == nil {
+			out = append(out, data)
 		}
-		p.rows <- store.LogRow{ProcessID: p.processID, Channel: store.ChannelNormalized, Index: p.nrmN, Entry: data}
+	}
+	return out
+}
+
+// send queues one entry of channel at the channel's next index.
+func (p *logPump) send(channel string, entry json.RawMessage) {
+	row := store.LogRow{ProcessID: p.processID, Channel: channel, Entry: entry}
+	if channel == store.ChannelRaw {
+		row.Index = p.rawN
+		p.rawN++
+	} else {
+		row.Index = p.nrmN
 		p.nrmN++
+	}
+	p.rows <- row
+}
+
+// sendRaw queues a raw entry the host itself writes (a marker).
+func (p *logPump) sendRaw(ts string, stream procsup.Stream, content string) {
+	if raw, err := encodeEntry(rawEntry{Timestamp: ts, Stream: string(stream), Content: content}); err == nil {
+		p.send(store.ChannelRaw, raw)
 	}
 }
 
-// note adds a normalised entry the host itself writes.
-func (p *logPump) note(entryType, content string) {
-	p.emit([]executor.Entry{{Timestamp: time.Now().UTC().Format(time.RFC3339Nano), EntryType: entryType, Content: content}})
+// note adds a normalised entry the host itself writes, past the caps:
+// notes are few and short. meta, when set, marks it a warning.
+func (p *logPump) note(entryType, content string, meta ...map[string]any) {
+	e := executor.Entry{Timestamp: time.Now().UTC().Format(time.RFC3339Nano), EntryType: entryType, Content: content}
+	if len(meta) > 0 {
+		e.Metadata = warningMeta(meta[0])
+	}
+	for _, data := range p.encode([]executor.Entry{e}) {
+		p.send(store.ChannelNormalized, data)
+	}
 }
 
-// close flushes the normaliser and waits until everything is stored.
+// dropNotes writes, once the process has ended, how much of each stream a
+// cap dropped: on that stream, and in the normalised log.
+func (p *logPump) dropNotes() {
+	if p.capped == "" {
+		return
+	}
+	which := capName(p.capped, p.capLimit())
+	ts := time.Now().UTC().Format(time.RFC3339Nano)
+	var parts []string
+	bytesBy, linesBy := map[string]int64{}, map[string]int64{}
+	for _, stream := range []procsup.Stream{procsup.Stdout, procsup.Stderr} {
+		d := p.dropped[stream]
+		if d == nil {
+			continue
+		}
+		text := fmt.Sprintf("%s of %s (%s)", sizeText(d.bytes), stream, plural(d.lines, "line"))
+		parts = append(parts, text)
+		bytesBy[string(stream)], linesBy[string(stream)] = d.bytes, d.lines
+		p.sendRaw(ts, stream, fmt.Sprintf("[plugboard] %s dropped: this log reached %s", text, which))
+	}
+	if p.droppedFinal > 0 {
+		parts = append(parts, "the agent's last "+plural(p.droppedFinal, "normalized entry"))
+	}
+	p.note(executor.EntrySystemMessage, fmt.Sprintf("Output dropped: %s not stored; this log reached %s.", strings.Join(parts, " and "), which),
+		map[string]any{"cap": p.capped, "limit_bytes": p.capLimit(), "dropped_bytes": bytesBy, "dropped_lines": linesBy})
+}
+
+// close flushes the normaliser (its last entries count against the caps
+// too), writes what the caps dropped and waits until everything is stored.
 func (p *logPump) close() {
-	p.emit(p.norm.Finish(time.Now()))
+	now := time.Now()
+	normalized := p.encode(p.norm.Finish(now))
+	var size int64
+	for _, e := range normalized {
+		size += store.LogRowSize(e)
+	}
+	if len(normalized) > 0 {
+		if p.admit(size, now) {
+			for _, e := range normalized {
+				p.send(store.ChannelNormalized, e)
+			}
+		} else {
+			p.droppedFinal = int64(len(normalized))
+		}
+	}
+	p.dropNotes()
 	close(p.rows)
 	<-p.done
+	if p.budget != nil {
+		p.b.logBudgets.release(p.attemptID)
+	}
 }
 
 func (p *logPump) write() {

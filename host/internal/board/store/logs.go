@@ -33,18 +33,38 @@ type LogEntry struct {
 // parameters each, far below the protocol's 65,535).
 const logChunk = 200
 
+// LogRowOverhead is what a log row costs beyond its entry: its key
+// (process id, channel, index) and the page's slack. The caps on attempt
+// logs and retention by size count it (LogRowSize), so that a flood of
+// empty lines weighs too, not only long ones.
+const LogRowOverhead = 64
+
+// LogRowSize is what one entry counts against the caps and the retention
+// of attempt logs: the bytes it stores.
+func LogRowSize(entry []byte) int64 { return LogRowOverhead + int64(len(entry)) }
+
+// maxLogPageBytes bounds the entries of one page of a log: a page of long
+// lines (500 of 64 KiB) would exceed what a plugin may answer (4 MiB) and
+// leave the log unreadable through tail_attempt_logs. A page holds at
+// least one entry whatever its size; one is at most some 400 KiB (a 64 KiB
+// line of escaped characters), and a plugin re-encoding the page's text
+// stays within its cap.
+const maxLogPageBytes = 512 << 10
+
 // AppendLogs writes rows in one transaction and bumps the updated_at of
-// every process they belong to, which is what last_activity_at reads.
-// Indexes are assigned by the caller, dense from 0 per process and
-// channel; the primary key refuses a duplicate.
+// every process they belong to, which is what last_activity_at reads, and
+// its log_bytes, the sum of LogRowSize over its entries, which the caps
+// and retention of attempt logs read (logprune.go). Indexes are assigned
+// by the caller, dense from 0 per process and channel; the primary key
+// refuses a duplicate.
 func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
 	return s.tx(ctx, func(tx *Tx) error {
-		touched := map[string]bool{}
+		touched := map[string]int64{}
 		for _, r := range rows {
-			touched[r.ProcessID] = true
+			touched[r.ProcessID] += LogRowSize(r.Entry)
 		}
 		if s.Postgres() {
 			// A round trip per row is ≈ 125 µs on PostgreSQL: rows go in
@@ -75,8 +95,8 @@ func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
 			}
 		}
 		now := Now()
-		for id := range touched {
-			if _, err := tx.ExecContext(ctx, `UPDATE execution_processes SET updated_at = ? WHERE id = ?`, now, id); err != nil {
+		for id, size := range touched {
+			if _, err := tx.ExecContext(ctx, `UPDATE execution_processes SET updated_at = ?, log_bytes = log_bytes + ? WHERE id = ?`, now, size, id); err != nil {
 				return err
 			}
 		}
@@ -84,8 +104,10 @@ func (s *Store) AppendLogs(ctx context.Context, rows []LogRow) error {
 	})
 }
 
-// LogCount returns the number of entries of a process channel, which is
-// also the next index to append (indexes are dense from 0).
+// LogCount returns the next index to append to a process channel: the
+// number of entries while they are dense from 0, as they are until
+// retention replaces a log by its marker (logprune.go), which keeps the
+// index after the last entry it removed.
 func (s *Store) LogCount(ctx context.Context, processID, channel string) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(entry_index) + 1, 0) FROM log_entries
@@ -105,15 +127,19 @@ type LogPage struct {
 }
 
 // LogTail returns the newest limit entries with index < before (before <
-// 0 means from the end), oldest first. Each page is one range scan on the
-// primary key, whatever the log's length.
+// 0 means from the end), oldest first, fewer when they would exceed
+// maxLogPageBytes. Each page is one range scan on the primary key,
+// whatever the log's length.
 func (s *Store) LogTail(ctx context.Context, processID, channel string, before int64, limit int) (LogPage, error) {
 	if before < 0 {
 		before = 1<<63 - 1
 	}
+	// One row more than the page says whether older entries exist:
+	// indexes are not dense from 0 once retention replaced a log by its
+	// marker (logprune.go), so the oldest index returned cannot tell.
 	rows, err := s.db.QueryContext(ctx, `SELECT entry_index, entry FROM log_entries
 		WHERE process_id = ? AND channel = ? AND entry_index < ? ORDER BY entry_index DESC LIMIT ?`,
-		processID, channel, before, limit)
+		processID, channel, before, limit+1)
 	if err != nil {
 		return LogPage{}, err
 	}
@@ -121,21 +147,37 @@ func (s *Store) LogTail(ctx context.Context, processID, channel string, before i
 	if err != nil {
 		return LogPage{}, err
 	}
+	page := LogPage{}
+	if n := pageFits(entries, limit); n < len(entries) {
+		entries, page.HasMore = entries[:n], true
+	}
 	for i, j := 0, len(entries)-1; i < j; i, j = i+1, j-1 {
 		entries[i], entries[j] = entries[j], entries[i]
 	}
-	page := LogPage{Entries: entries}
-	// Indexes are dense from 0, so older entries exist exactly when the
-	// oldest returned is not 0.
-	if len(entries) > 0 && entries[0].Index > 0 {
-		page.HasMore = true
+	page.Entries = entries
+	if page.HasMore && len(entries) > 0 {
 		c := entries[0].Index
 		page.NextCursor = &c
 	}
 	return page, nil
 }
 
-// LogAfter returns up to limit entries with index > after, oldest first.
+// pageFits is how many of entries, in the order read, make a page: at most
+// limit, and no more than maxLogPageBytes of entries but at least one.
+func pageFits(entries []LogEntry, limit int) int {
+	n, size := 0, 0
+	for n < len(entries) && n < limit {
+		size += len(entries[n].Entry)
+		if n > 0 && size > maxLogPageBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// LogAfter returns up to limit entries with index > after, oldest first,
+// fewer when they would exceed maxLogPageBytes.
 func (s *Store) LogAfter(ctx context.Context, processID, channel string, after int64, limit int) (LogPage, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT entry_index, entry FROM log_entries
 		WHERE process_id = ? AND channel = ? AND entry_index > ? ORDER BY entry_index ASC LIMIT ?`,
@@ -148,8 +190,8 @@ func (s *Store) LogAfter(ctx context.Context, processID, channel string, after i
 		return LogPage{}, err
 	}
 	page := LogPage{Entries: entries}
-	if len(entries) > limit {
-		page.Entries, page.HasMore = entries[:limit], true
+	if n := pageFits(entries, limit); n < len(entries) {
+		page.Entries, page.HasMore = entries[:n], true
 	}
 	return page, nil
 }
