@@ -343,8 +343,10 @@ func (h *Host) Close(ctx context.Context) error {
 	return h.parts.close(ctx, h.log)
 }
 
-// StartPruner deletes expired request_id records now and periodically
-// until ctx ends or the host closes (see idempotency.Pruner).
+// StartPruner deletes expired request_id records, and prunes attempt logs
+// by the board's retention (BoardConfig.Logs), now and periodically until
+// ctx ends or the host closes (see idempotency.Pruner and
+// board.RunLogRetention).
 func (h *Host) StartPruner(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -352,8 +354,15 @@ func (h *Host) StartPruner(ctx context.Context) {
 		defer close(done)
 		idempotency.NewPruner(h.board.idempotencyStore, h.idem).Run(ctx)
 	}()
-	// It uses the board's store, so it stops before anything closes.
-	h.parts.add("request_id pruner", func(context.Context) error { cancel(); <-done; return nil })
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		if b, err := h.board.wait(ctx); err == nil {
+			b.RunLogRetention(ctx)
+		}
+	}()
+	// They use the board's store, so they stop before anything closes.
+	h.parts.add("request_id and attempt log pruners", func(context.Context) error { cancel(); <-done; <-logsDone; return nil })
 }
 
 // Call makes one tool call through the whole pipeline (policy, validation,

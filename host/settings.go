@@ -111,10 +111,36 @@ func settingsOf(s PluginSetting) registry.Settings {
 	if s.MemoryLimitMiB != nil {
 		o.MemoryLimitPages = uint32(*s.MemoryLimitMiB * 16)
 	}
+	o.Limits = limitsOf(s)
 	if s.CallTimeout != nil {
 		r.CallTimeout = s.CallTimeout.D()
 	}
 	return r
+}
+
+// limitsOf is the caps a plugin's settings give (zero: the engine's).
+func limitsOf(s PluginSetting) runtime.Limits {
+	size := func(b *config.ByteSize) int {
+		if b == nil {
+			return 0
+		}
+		return int(*b)
+	}
+	count := func(n *int) int {
+		if n == nil {
+			return 0
+		}
+		return *n
+	}
+	return runtime.Limits{
+		MaxVarBytes:          size(s.MaxVarBytes),
+		MaxVars:              count(s.MaxVars),
+		MaxLogBytes:          size(s.MaxLogBytes),
+		MaxNotificationBytes: size(s.MaxNotificationBytes),
+		MaxHTTPRequests:      count(s.MaxHTTPRequests),
+		MaxHTTPConnections:   count(s.MaxHTTPConnections),
+		MaxHTTPHeaderBytes:   size(s.MaxHTTPHeaderBytes),
+	}
 }
 
 // longestCallTimeout is the longest call_timeout the settings give.

@@ -2,6 +2,7 @@ package host
 
 import (
 	"github.com/plugboard/plugboard/host/internal/audit"
+	"github.com/plugboard/plugboard/host/internal/board"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/grants"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
@@ -20,6 +21,9 @@ type (
 	Grants = grants.Policy
 	// AuditOptions bounds the decision log (DefaultAuditOptions).
 	AuditOptions = audit.Options
+	// AttemptLogLimits bound attempt processes' logs: what each process
+	// and attempt keeps, and their retention (BoardConfig.Logs).
+	AttemptLogLimits = board.LogLimits
 	// IdempotencyConfig is how long request_id records are kept.
 	IdempotencyConfig = idempotency.Config
 	// Result is one call's answer: content, structured output, or an
@@ -42,6 +46,18 @@ const (
 	DefaultAuditMaxAge     = audit.DefaultMaxAge
 	DefaultAuditMaxBytes   = audit.DefaultMaxBytes
 )
+
+// Attempt log bounds of DefaultAttemptLogLimits.
+const (
+	DefaultAttemptLogProcessMax = board.DefaultLogProcessMax
+	DefaultAttemptLogAttemptMax = board.DefaultLogAttemptMax
+	DefaultAttemptLogMaxAge     = board.DefaultLogMaxAge
+	DefaultAttemptLogMaxBytes   = board.DefaultLogMaxBytes
+)
+
+// DefaultAttemptLogLimits are the attempt logs' default bounds (a
+// BoardConfig without Logs).
+func DefaultAttemptLogLimits() AttemptLogLimits { return board.DefaultLogLimits() }
 
 // LoadAgents reads an agents file ("" : no agents, every caller the local
 // SUPERVISOR).

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,8 +63,41 @@ type inspection struct {
 	Exports        []string       `json:"exports"`
 	Capabilities   []string       `json:"capabilities"`
 	CustomSections map[string]int `json:"custom_sections"`
-	Problems       []string       `json:"problems,omitempty"`
-	imports        []plugin.Import
+	// Limits are the caps the plugin runs under by default, by the name
+	// of the plugins.settings field that sets its own.
+	Limits   map[string]int64 `json:"limits"`
+	Problems []string         `json:"problems,omitempty"`
+	imports  []plugin.Import
+	// name is what the host serves the plugin under, and limits the caps
+	// in the order they are shown.
+	name   string
+	limits []limitLine
+}
+
+// limitLine is one cap as inspect shows it.
+type limitLine struct {
+	setting string
+	value   int64
+	unit    string
+	what    string
+}
+
+// defaultLimits are the caps of a plugin without settings, as the host
+// runs it without flags: each named by its plugins.settings field.
+func defaultLimits() []limitLine {
+	cfg := plugin.Config{}.WithDefaults()
+	lines := []limitLine{
+		{"memory_limit_mib", int64(cfg.MemoryLimitPages / 16), "MiB", "linear memory of one instance (all plugins: plugins.memory_limit_mib, --memory-limit)"},
+		{"max_instances", int64(cfg.MaxInstances), "", "instances running at once (all plugins: plugins.max_instances, --max-instances)"},
+	}
+	for _, l := range cfg.Limits.Settings() {
+		what := l.What
+		if l.Setting == "max_http_connections" {
+			what += fmt.Sprintf(" (the host's plugins together: %d)", cfg.MaxHostHTTPConnections)
+		}
+		lines = append(lines, limitLine{l.Setting, l.Value, l.Unit, what})
+	}
+	return lines
 }
 
 func pluginInspectCommand(fs *flag.FlagSet) runFunc {
@@ -86,7 +120,11 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writ
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	sum := sha256.Sum256(wasm)
-	in := inspection{File: path, SizeBytes: len(wasm), SHA256: hex.EncodeToString(sum[:]), CustomSections: map[string]int{}}
+	in := inspection{File: path, SizeBytes: len(wasm), SHA256: hex.EncodeToString(sum[:]), CustomSections: map[string]int{},
+		Limits: map[string]int64{}, name: strings.TrimSuffix(filepath.Base(path), ".wasm"), limits: defaultLimits()}
+	for _, l := range in.limits {
+		in.Limits[l.setting] = l.value
+	}
 	in.imports = info.Imports
 	for _, imp := range info.Imports {
 		in.Imports = append(in.Imports, fmt.Sprintf("%s.%s (%s)", imp.Module, imp.Name, imp.Kind))
@@ -127,6 +165,9 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writ
 		}
 	}
 	if in.Manifest != nil {
+		if in.Manifest.Plugin.Name != "" {
+			in.name = in.Manifest.Plugin.Name
+		}
 		in.Capabilities = in.Manifest.Capabilities
 		if err := in.Manifest.Validate(); err != nil {
 			in.Problems = append(in.Problems, err.Error())
@@ -174,6 +215,14 @@ func printInspection(w io.Writer, in *inspection) {
 				fmt.Fprintf(w, "  %-20s %s\n", p.Name, p.Description)
 			}
 		}
+	}
+	fmt.Fprintf(w, "limits:       the defaults; plugins.settings.%s.<setting> in the configuration file sets the plugin's own\n", in.name)
+	for _, l := range in.limits {
+		value := strconv.FormatInt(l.value, 10)
+		if l.unit != "" {
+			value += " " + l.unit
+		}
+		fmt.Fprintf(w, "  %-24s %-16s %s\n", l.setting, value, l.what)
 	}
 	fmt.Fprintln(w, "imports:")
 	for _, group := range groupImports(in.imports) {

@@ -55,6 +55,20 @@ type PluginSetting struct {
 	MemoryLimitMiB *uint     `json:"memory_limit_mib,omitempty"`
 	CallTimeout    *Duration `json:"call_timeout,omitempty"`
 	MaxInstances   *int      `json:"max_instances,omitempty"`
+	// The caps on what the plugin makes the host keep, write or hold
+	// outside its linear memory (default: the engine's; `plugboard plugin
+	// inspect` shows them): its Extism vars, in bytes (keys and values)
+	// and in number, kept as long as an instance; the bytes of log lines
+	// and of notifications to the client in one call; the HTTP requests of
+	// one call; its HTTP connections open at once; the headers of one
+	// HTTP response.
+	MaxVarBytes          *ByteSize `json:"max_var_bytes,omitempty"`
+	MaxVars              *int      `json:"max_vars,omitempty"`
+	MaxLogBytes          *ByteSize `json:"max_log_bytes,omitempty"`
+	MaxNotificationBytes *ByteSize `json:"max_notification_bytes,omitempty"`
+	MaxHTTPRequests      *int      `json:"max_http_requests,omitempty"`
+	MaxHTTPConnections   *int      `json:"max_http_connections,omitempty"`
+	MaxHTTPHeaderBytes   *ByteSize `json:"max_http_header_bytes,omitempty"`
 	// Stateful runs the plugin as one long-lived instance whose state
 	// persists across calls (calls are serialised).
 	Stateful bool `json:"stateful,omitempty"`
@@ -278,6 +292,14 @@ func checkSettings(settings map[string]PluginSetting, base string, fail failFunc
 		if n := s.MaxInstances; n != nil && *n < 1 {
 			fail(at("max_instances"), "must be at least 1 (leave it out for plugins.max_instances), got %d", *n)
 		}
+		for _, c := range s.limitSettings() {
+			if c.bytes != nil && (*c.bytes < 1 || int64(*c.bytes) > c.most) {
+				fail(at(c.name), "want 1 to %s (a size such as 1048576 or 512KiB), got %d", sizeText(c.most), *c.bytes)
+			}
+			if c.count != nil && (*c.count < 1 || int64(*c.count) > c.most) {
+				fail(at(c.name), "want 1 to %d, got %d", c.most, *c.count)
+			}
+		}
 		if s.Prefix != "" && !prefixName.MatchString(s.Prefix) {
 			fail(at("prefix"), "prefix %q: want 1-64 of letters, digits, '_', '-' and '.' (tool names allow no others)", s.Prefix)
 		}
@@ -303,6 +325,43 @@ func checkSettings(settings map[string]PluginSetting, base string, fail failFunc
 		}
 		settings[name] = s
 	}
+}
+
+// limitSetting is one of a plugin's caps on what it makes the host keep,
+// write or hold: a size (bytes) or a count, at most most.
+type limitSetting struct {
+	name  string
+	bytes *ByteSize
+	count *int
+	most  int64
+}
+
+// limitSettings lists the caps of s. The upper bounds only catch mistakes
+// (a size in the wrong unit): the host's memory, log and sockets are what
+// the caps protect, and none of them should be a gibibyte or a million.
+func (s *PluginSetting) limitSettings() []limitSetting {
+	return []limitSetting{
+		{name: "max_var_bytes", bytes: s.MaxVarBytes, most: 1 << 30},
+		{name: "max_vars", count: s.MaxVars, most: 1 << 20},
+		{name: "max_log_bytes", bytes: s.MaxLogBytes, most: 1 << 30},
+		{name: "max_notification_bytes", bytes: s.MaxNotificationBytes, most: 1 << 30},
+		{name: "max_http_requests", count: s.MaxHTTPRequests, most: 1 << 20},
+		{name: "max_http_connections", count: s.MaxHTTPConnections, most: 1 << 16},
+		{name: "max_http_header_bytes", bytes: s.MaxHTTPHeaderBytes, most: 64 << 20},
+	}
+}
+
+// sizeText writes n bytes in the largest binary unit that divides it.
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // checkHostPattern checks one allowed_hosts entry and returns it
@@ -403,6 +462,11 @@ func settingsSummary(settings map[string]PluginSetting) string {
 			{"max_instances", s.MaxInstances != nil}, {"stateful", s.Stateful}} {
 			if v.set {
 				what = append(what, v.name)
+			}
+		}
+		for _, c := range s.limitSettings() {
+			if c.bytes != nil || c.count != nil {
+				what = append(what, c.name)
 			}
 		}
 		if s.Prefix != "" {

@@ -31,6 +31,8 @@ func TestPluginSettings(t *testing.T) {
     "allow_private": true,
     "allowed_paths": [{"path": "work", "mount": "/work", "writable": true}, {"path": "cache"}],
     "memory_limit_mib": 64, "call_timeout": "45s", "max_instances": 2, "stateful": true,
+    "max_var_bytes": "256KiB", "max_vars": 100, "max_log_bytes": 65536, "max_notification_bytes": "1MiB",
+    "max_http_requests": 32, "max_http_connections": 4, "max_http_header_bytes": "16KiB",
     "prefix": "gh_", "skip": ["delete_repo"], "rename": {"create_issue": "new_issue"}
   },
   "echo": {"source": "plugins/echo.wasm"},
@@ -63,6 +65,10 @@ func TestPluginSettings(t *testing.T) {
 		gh.Prefix != "gh_" || !slices.Equal(gh.Skip, []string{"delete_repo"}) || gh.Rename["create_issue"] != "new_issue" {
 		t.Errorf("settings %+v", gh)
 	}
+	if *gh.MaxVarBytes != 256<<10 || *gh.MaxVars != 100 || *gh.MaxLogBytes != 65536 || *gh.MaxNotificationBytes != 1<<20 ||
+		*gh.MaxHTTPRequests != 32 || *gh.MaxHTTPConnections != 4 || *gh.MaxHTTPHeaderBytes != 16<<10 {
+		t.Errorf("caps %+v", gh)
+	}
 	if got := c.Plugins.Sources(); len(got) != 2 || got["github"] == "" {
 		t.Errorf("Sources() = %v", got)
 	}
@@ -88,7 +94,8 @@ func TestPluginSettings(t *testing.T) {
 		t.Errorf("JSON: %s", js)
 	}
 	want := "plugins.settings (echo: file source; github: oci source, config (3 values, 2 secrets), 4 allowed hosts, allow_private, " +
-		"2 allowed paths, memory_limit_mib, call_timeout, max_instances, stateful, prefix gh_, skip 1, rename 1; textdiff: defaults)"
+		"2 allowed paths, memory_limit_mib, call_timeout, max_instances, stateful, max_var_bytes, max_vars, max_log_bytes, " +
+		"max_notification_bytes, max_http_requests, max_http_connections, max_http_header_bytes, prefix gh_, skip 1, rename 1; textdiff: defaults)"
 	if !strings.Contains(summary, want) {
 		t.Errorf("summary\n  %s\nlacks\n  %s", summary, want)
 	}
@@ -126,6 +133,16 @@ func TestPluginSettingsErrors(t *testing.T) {
 		`{"plugins": {"settings": {"x": {"call_timeout": 30}}}}`:                                                             `pb.json:1:49: plugins.settings.x.call_timeout: want a duration string`,
 		`{"plugins": {"settings": {"x": {"max_instances": 0}}}}`:                                                             `pb.json:1:50: plugins.settings.x.max_instances: must be at least 1`,
 		`{"plugins": {"settings": {"x": {"stateful": "yes"}}}}`:                                                              `pb.json:1:45: plugins.settings.x.stateful: want true or false, got a string`,
+		`{"plugins": {"settings": {"x": {"max_var_bytes": 0}}}}`:                                                             `pb.json:1:50: plugins.settings.x.max_var_bytes: want 1 to 1GiB (a size such as 1048576 or 512KiB), got 0`,
+		`{"plugins": {"settings": {"x": {"max_var_bytes": "2GiB"}}}}`:                                                        `pb.json:1:50: plugins.settings.x.max_var_bytes: want 1 to 1GiB`,
+		`{"plugins": {"settings": {"x": {"max_var_bytes": "lots"}}}}`:                                                        `pb.json:1:50: plugins.settings.x.max_var_bytes: want a size such as 1048576, 512KiB or 64MiB, got "lots"`,
+		`{"plugins": {"settings": {"x": {"max_vars": 0}}}}`:                                                                  `pb.json:1:45: plugins.settings.x.max_vars: want 1 to 1048576, got 0`,
+		`{"plugins": {"settings": {"x": {"max_log_bytes": -5}}}}`:                                                            `pb.json:1:50: plugins.settings.x.max_log_bytes: want a size`,
+		`{"plugins": {"settings": {"x": {"max_notification_bytes": 0}}}}`:                                                    `pb.json:1:59: plugins.settings.x.max_notification_bytes: want 1 to 1GiB`,
+		`{"plugins": {"settings": {"x": {"max_http_requests": 0}}}}`:                                                         `pb.json:1:54: plugins.settings.x.max_http_requests: want 1 to 1048576, got 0`,
+		`{"plugins": {"settings": {"x": {"max_http_connections": 100000}}}}`:                                                 `pb.json:1:57: plugins.settings.x.max_http_connections: want 1 to 65536, got 100000`,
+		`{"plugins": {"settings": {"x": {"max_http_connections": "4"}}}}`:                                                    `pb.json:1:57: plugins.settings.x.max_http_connections: want a number, got a string`,
+		`{"plugins": {"settings": {"x": {"max_http_header_bytes": "128MiB"}}}}`:                                              `pb.json:1:58: plugins.settings.x.max_http_header_bytes: want 1 to 64MiB`,
 		`{"plugins": {"settings": {"x": {"prefix": "gh:"}}}}`:                                                                `pb.json:1:43: plugins.settings.x.prefix: prefix "gh:"`,
 		`{"plugins": {"settings": {"x": {"skip": ["a b"]}}}}`:                                                                `pb.json:1:42: plugins.settings.x.skip[0]: tool name "a b"`,
 		`{"plugins": {"settings": {"x": {"rename": {"a": "b c"}}}}}`:                                                         `pb.json:1:49: plugins.settings.x.rename.a: new name "b c"`,

@@ -16,15 +16,23 @@ import (
 // and ConfigBlame turns a failure whose message says so into a hint that
 // speaks to the operator, naming the plugin and the setting.
 
-// maxMissingConfig bounds the keys recorded per call.
-const maxMissingConfig = 16
+// maxMissingConfig bounds the keys recorded per call, and
+// maxMissingConfigKey the length of one: a longer key is no configuration
+// name an operator could set, and recording it would have the host keep up
+// to a block's worth of the guest's bytes per key.
+const (
+	maxMissingConfig    = 16
+	maxMissingConfigKey = 256
+)
 
 // noteMissingConfig records that config_get found no value for key during
 // the current call, in the kernel and in the recorder ctx carries, if any.
-func (k *kernel) noteMissingConfig(ctx context.Context, key string) {
-	if len(k.missingConfig) >= maxMissingConfig || slices.Contains(k.missingConfig, key) {
+func (k *kernel) noteMissingConfig(ctx context.Context, keyBytes []byte) {
+	if len(keyBytes) > maxMissingConfigKey || len(k.missingConfig) >= maxMissingConfig ||
+		slices.Contains(k.missingConfig, string(keyBytes)) {
 		return
 	}
+	key := string(keyBytes)
 	k.missingConfig = append(k.missingConfig, key)
 	if r, ok := ctx.Value(missingConfigKey{}).(*missingConfigRecorder); ok {
 		r.add(key)

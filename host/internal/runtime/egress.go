@@ -22,7 +22,21 @@ package runtime
 //  3. the budget: one request lasts at most Egress.Timeout (when > 0) and
 //     never past the call's context, which cancels it; the body read is
 //     capped at Egress.MaxResponseBytes (default: the engine's
-//     MaxHostCallBytes).
+//     MaxHostCallBytes), the headers at Limits.MaxHTTPHeaderBytes; a call
+//     makes at most Limits.MaxHTTPRequests requests, each recorded with
+//     its URL and error cut to maxRecordText.
+//  4. the connections: every connection the plugin's client opens holds a
+//     slot of the plugin's Limits.MaxHTTPConnections and of the engine's
+//     Config.MaxHostHTTPConnections from the dial until it is closed.
+//     When either is full the plugin's idle connections are closed and,
+//     if that frees no slot, the request is refused (resource_exhausted
+//     naming the setting) rather than queued. Go's Transport finishes a
+//     dial and its TLS handshake in the background after the request that
+//     started them ended (to pool the connection for a later request); a
+//     guest would then hold connections past its calls, as many as it
+//     could end calls while they were being opened. dial and dialTLS do
+//     both within the request instead: a call that ends leaves no
+//     connection being opened for it.
 //
 // TLS verifies against the system roots (on Linux, SSL_CERT_FILE and
 // SSL_CERT_DIR are honoured, which the tests use for a test CA).
@@ -40,6 +54,9 @@ package runtime
 //     or .allow_private);
 //   - body over the cap: resource_exhausted, details limit "http_response",
 //     max_bytes and url;
+//   - headers, requests or connections over the plugin's Limits:
+//     resource_exhausted naming the setting (plugins.settings.<plugin>.
+//     max_http_header_bytes, max_http_requests, max_http_connections);
 //   - the call's deadline or cancellation: plugin_timeout or cancelled, as
 //     for any other interrupted call;
 //   - Egress.Timeout, or a network or TLS error reaching an allowed host:
@@ -65,7 +82,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
 )
@@ -95,8 +114,23 @@ type HTTPRecord struct {
 // maxRedirects bounds the hops of one request.
 const maxRedirects = 5
 
-// maxResponseHeaderBytes bounds a response's header block.
-const maxResponseHeaderBytes = 64 << 10
+// maxRecordText bounds each text field of an HTTPRecord: the record is kept
+// for the whole call (and for the decision log), while the URL a guest
+// passes may be as long as a host block.
+const maxRecordText = 2048
+
+// clipText cuts s to at most n bytes (on a UTF-8 boundary), saying how long
+// it was.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
 
 // hostRule is one parsed Egress.AllowedHosts entry.
 type hostRule struct {
@@ -115,10 +149,16 @@ type egress struct {
 	timeout   time.Duration
 	client    *http.Client
 	transport *http.Transport
+	// headerBytes caps a response's header block; conns counts the
+	// plugin's open connections and hostConns the engine's (gate 4).
+	headerBytes int
+	conns       *connLimiter
+	hostConns   *connLimiter
 }
 
-func newEgress(plugin string, eg *Egress, defaultMax int) (*egress, error) {
-	g := &egress{plugin: plugin, maxBytes: int64(defaultMax)}
+func newEgress(plugin string, eg *Egress, defaultMax int, limits Limits, hostConns *connLimiter) (*egress, error) {
+	g := &egress{plugin: plugin, maxBytes: int64(defaultMax), headerBytes: limits.MaxHTTPHeaderBytes,
+		conns: newConnLimiter(limits.MaxHTTPConnections), hostConns: hostConns}
 	if eg == nil {
 		return g, nil
 	}
@@ -138,12 +178,12 @@ func newEgress(plugin string, eg *Egress, defaultMax int) (*egress, error) {
 	g.transport = &http.Transport{
 		Proxy:                  nil,
 		DialContext:            g.dial,
+		DialTLSContext:         g.dialTLS,
 		ForceAttemptHTTP2:      true,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
-		TLSHandshakeTimeout:    10 * time.Second,
 		MaxIdleConns:           8,
 		IdleConnTimeout:        30 * time.Second,
-		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		MaxResponseHeaderBytes: int64(g.headerBytes),
 	}
 	g.client = &http.Client{Transport: g.transport, CheckRedirect: g.checkRedirect}
 	return g, nil
@@ -309,9 +349,144 @@ func (g *egress) checkRedirect(req *http.Request, via []*http.Request) error {
 // a resolver.
 var lookupNetIP = net.DefaultResolver.LookupNetIP
 
-// dial is the address gate: resolve once, check every address, dial the
-// checked addresses only.
+// requestCtxKey carries, in a request's context, that context itself: the
+// Transport hands dial a context detached from the request's cancellation,
+// and dial finds the request's through its values, which are kept.
+type requestCtxKey struct{}
+
+// withRequestCtx is ctx as a request's context, whose end ends the dial
+// the request starts.
+func withRequestCtx(ctx context.Context) context.Context {
+	return context.WithValue(ctx, requestCtxKey{}, ctx)
+}
+
+// boundToRequest returns ctx, cancelled too when the request that carries
+// it (withRequestCtx) ends, and the function releasing it.
+func boundToRequest(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if rc, ok := ctx.Value(requestCtxKey{}).(context.Context); ok {
+		stop := context.AfterFunc(rc, cancel)
+		return ctx, func() {
+			stop()
+			cancel()
+		}
+	}
+	return ctx, cancel
+}
+
+// tlsHandshakeTimeout bounds a TLS handshake, within its request; a
+// variable so that a test can take it out of the way.
+var tlsHandshakeTimeout = 10 * time.Second
+
+// dial is the Transport's dial of http URLs, within the request.
 func (g *egress) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, done := boundToRequest(ctx)
+	defer done()
+	return g.openConn(ctx, network, addr)
+}
+
+// dialTLS is the Transport's dial of https URLs: openConn and the TLS
+// handshake (against the system roots, for the URL's host name), both
+// within the request.
+func (g *egress) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, done := boundToRequest(ctx)
+	defer done()
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := g.openConn(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	// The Transport has set the protocols (h2, http/1.1) it speaks in its
+	// TLSClientConfig before its first dial.
+	cfg := g.transport.TLSClientConfig.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	defer cancel()
+	tc := tls.Client(raw, cfg)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// openConn is the connection gate and the address gate: take a connection
+// slot, resolve once, check every address, dial the checked addresses
+// only; the connection gives its slot back when closed.
+func (g *egress) openConn(ctx context.Context, network, addr string) (_ net.Conn, err error) {
+	release, refused := g.reserveConn()
+	if refused != nil {
+		return nil, refused
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	c, err := g.dialChecked(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &countedConn{Conn: c, release: release}, nil
+}
+
+// reserveConn takes a slot of the plugin's connections and of the
+// engine's, closing the plugin's idle connections once if either is full;
+// it returns the function giving both back, or the refusal.
+func (g *egress) reserveConn() (func(), *refusal) {
+	for closedIdle := false; ; closedIdle = true {
+		mine := g.conns.tryAcquire()
+		all := mine && g.hostConns.tryAcquire()
+		if all {
+			return sync.OnceFunc(func() {
+				g.hostConns.release()
+				g.conns.release()
+			}), nil
+		}
+		if mine {
+			g.conns.release()
+		}
+		if !closedIdle {
+			g.transport.CloseIdleConnections()
+			continue
+		}
+		if !mine {
+			setting := "plugins.settings." + g.plugin + ".max_http_connections"
+			env := abi.NewEnvelope(abi.CodeResourceExhausted,
+				fmt.Sprintf("plugin %s has %d HTTP connections open or being opened, its cap (%s)", g.plugin, g.conns.max, setting),
+				fmt.Sprintf("retry once its other requests have ended; for the operator: if plugin %s needs more connections at once, raise %s in the configuration file, or lower its max_instances", g.plugin, setting))
+			env.Details = map[string]any{"plugin": g.plugin, "limit": "max_http_connections", "max_count": g.conns.max, "setting": setting}
+			return nil, &refusal{env}
+		}
+		env := abi.NewEnvelope(abi.CodeResourceExhausted,
+			fmt.Sprintf("the host has %d outbound HTTP connections open for its plugins, its cap; plugin %s cannot open another", g.hostConns.max, g.plugin),
+			"retry later; for the operator: lower max_http_connections of the plugins that hold many")
+		env.Retryable = true
+		env.Details = map[string]any{"plugin": g.plugin, "limit": "host_http_connections", "max_count": g.hostConns.max}
+		return nil, &refusal{env}
+	}
+}
+
+// countedConn gives its connection slots back when closed.
+type countedConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
+}
+
+// dialChecked resolves addr's host once, refuses it unless every address
+// is allowed, and dials the checked addresses by IP.
+func (g *egress) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -432,7 +607,9 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 		}
 		rec.Duration = time.Since(start)
 		if k.opts != nil && k.opts.HTTP != nil {
-			rec.Host, rec.URL, rec.Err = red.String(rec.Host), red.String(rec.URL), red.String(rec.Err)
+			rec.Host = clipText(red.String(rec.Host), maxRecordText)
+			rec.URL = clipText(red.String(rec.URL), maxRecordText)
+			rec.Err = clipText(red.String(rec.Err), maxRecordText)
 			k.opts.HTTP(rec)
 		}
 	}
@@ -457,6 +634,10 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 		end(env)
 	}
 	rec.Host, rec.URL = strings.ToLower(u.Host), displayURL(u)
+	if limit := k.plugin.limits.MaxHTTPRequests; k.httpRequests >= limit {
+		end(k.capEnvelope("HTTP requests in one call", "max_http_requests", k.httpRequests+1, limit, "count"))
+	}
+	k.httpRequests++
 	if r := g.check(u, nil); r != nil {
 		end(r.env)
 	}
@@ -483,7 +664,7 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(reqCtx, meta.Method, u.String(), rd)
+	req, err := http.NewRequestWithContext(withRequestCtx(reqCtx), meta.Method, u.String(), rd)
 	if err != nil {
 		end(abi.NewEnvelope(abi.CodeInvalidArgument,
 			fmt.Sprintf("plugin %s asked for an invalid HTTP request to %s: %v", k.plugin.name, rec.URL, err),
@@ -537,6 +718,16 @@ func (g *egress) failure(reqCtx context.Context, shown string, err error) *abi.E
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err // its text repeats the URL, query string included
+	}
+	// net/http reports headers over MaxResponseHeaderBytes with this text
+	// only: no error value to match.
+	if strings.Contains(err.Error(), "server response headers exceeded") {
+		setting := "plugins.settings." + g.plugin + ".max_http_header_bytes"
+		env := abi.NewEnvelope(abi.CodeResourceExhausted,
+			fmt.Sprintf("the response of %s to plugin %s has headers over its cap of %d bytes (%s)", shown, g.plugin, g.headerBytes, setting),
+			fmt.Sprintf("for the operator: if plugin %s must read such responses, raise %s in the configuration file", g.plugin, setting))
+		env.Details = map[string]any{"plugin": g.plugin, "url": shown, "limit": "max_http_header_bytes", "max_bytes": g.headerBytes, "setting": setting}
+		return env
 	}
 	if reqCtx.Err() != nil {
 		env := abi.NewEnvelope(abi.CodeUnavailable,

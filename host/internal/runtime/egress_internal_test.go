@@ -21,7 +21,7 @@ func TestBlockedKind(t *testing.T) {
 }
 
 func TestHostRules(t *testing.T) {
-	g, err := newEgress("p", &Egress{AllowedHosts: []string{"api.example.com", "*.cdn.example", "svc.example:8443", "[::1]:9000", "10.0.0.1", "Upper.Example."}}, 1)
+	g, err := newEgress("p", &Egress{AllowedHosts: []string{"api.example.com", "*.cdn.example", "svc.example:8443", "[::1]:9000", "10.0.0.1", "Upper.Example."}}, 1, DefaultLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

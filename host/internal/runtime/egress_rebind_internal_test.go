@@ -48,7 +48,7 @@ func TestEgressDNSRebinding(t *testing.T) {
 		}
 		return answer(lookups.Add(1)), nil
 	}
-	g, err := newEgress("p", &Egress{AllowedHosts: []string{"rebind.example:" + port}}, 1<<20)
+	g, err := newEgress("p", &Egress{AllowedHosts: []string{"rebind.example:" + port}}, 1<<20, DefaultLimits(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,15 @@ type Config struct {
 	// MaxInstances caps concurrently running instances per plugin; further
 	// calls wait for a free one.
 	MaxInstances int
+	// Limits are the caps on what a plugin makes the host keep, write or
+	// hold outside its linear memory, for plugins whose options set none
+	// (PluginOptions.Limits); zero fields take DefaultLimits'.
+	Limits Limits
+	// MaxHostHTTPConnections caps the outbound HTTP connections of all the
+	// engine's plugins together, above each plugin's own
+	// Limits.MaxHTTPConnections: a backstop for the host's sockets when
+	// many plugins have network access.
+	MaxHostHTTPConnections int
 	// IdleTimeout is how long an idle instance (and its guest heap) stays
 	// resident before it is closed, above KeepIdle; < 0 never closes one.
 	IdleTimeout time.Duration
@@ -91,13 +100,18 @@ func DefaultConfig() Config {
 		MaxHostCallBytes: 1 << 20,
 		MaxKernelBytes:   16 << 20,
 		MaxInstances:     max(4, 2*goruntime.GOMAXPROCS(0)),
-		IdleTimeout:      30 * time.Second,
-		KeepIdle:         1,
-		CodeIdleTimeout:  2 * time.Minute,
+		Limits:           DefaultLimits(),
+		// Sixteen plugins at their default cap of 16.
+		MaxHostHTTPConnections: 256,
+		IdleTimeout:            30 * time.Second,
+		KeepIdle:               1,
+		CodeIdleTimeout:        2 * time.Minute,
 	}
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set as New sets it: the
+// limits an engine made with c enforces.
+func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
 	if c.MemoryLimitPages == 0 {
 		c.MemoryLimitPages = d.MemoryLimitPages
@@ -117,6 +131,10 @@ func (c Config) withDefaults() Config {
 	c.MaxKernelBytes = max(c.MaxKernelBytes, c.MaxOutputBytes+c.MaxInputBytes)
 	if c.MaxInstances == 0 {
 		c.MaxInstances = d.MaxInstances
+	}
+	c.Limits = c.Limits.Or(d.Limits)
+	if c.MaxHostHTTPConnections <= 0 {
+		c.MaxHostHTTPConnections = d.MaxHostHTTPConnections
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = d.IdleTimeout
@@ -144,6 +162,9 @@ type Engine struct {
 	code   *codeCache
 	cfg    Config
 	memory experimental.MemoryAllocator
+	// httpConns counts the outbound connections of all the engine's
+	// plugins (Config.MaxHostHTTPConnections).
+	httpConns *connLimiter
 	// freeMu guards freePending: a collection is scheduled to return the
 	// memory of released modules (returnMemory).
 	freeMu      sync.Mutex
@@ -152,7 +173,7 @@ type Engine struct {
 
 // New creates an Engine. Close releases it and every plugin it compiled.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := checkCacheKey(&cfg); err != nil {
 		return nil, err
 	}
@@ -172,7 +193,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCompilationCache(cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	e := &Engine{rt: rt, cache: cache, code: code, cfg: cfg, memory: newMemoryAllocator(uint64(cfg.MemoryLimitPages) << 16)}
+	e := &Engine{rt: rt, cache: cache, code: code, cfg: cfg, memory: newMemoryAllocator(uint64(cfg.MemoryLimitPages) << 16),
+		httpConns: newConnLimiter(cfg.MaxHostHTTPConnections)}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("instantiate WASI: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -142,21 +143,31 @@ var hostUserFuncs = map[string]userFunc{
 		if len(n.Data) == 0 {
 			n.Data = json.RawMessage(`""`)
 		}
+		c := k.client()
+		debug := e.cfg.Logger.Enabled(ctx, slog.LevelDebug)
+		if c == nil && !debug {
+			return
+		}
+		k.chargeNotificationOrFail(len(n.Data))
 		// The operator's secrets stay out of the host's log and the
 		// client's notifications alike.
 		if k.plugin.redactor.Active() {
 			n.Data = json.RawMessage(k.plugin.redactor.String(string(n.Data)))
 		}
-		e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", string(n.Data))
-		if c := k.client(); c != nil {
+		if debug {
+			e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", string(n.Data))
+		}
+		if c != nil {
 			c.Notify(ctx, n)
 		}
 	}},
 	"notify_progress": {[]api.ValueType{i64}, nil, func(e *Engine, k *kernel, _ context.Context, s []uint64) {
 		// The token is the client's own; the call already knows it.
 		var p abi.ProgressRequest
-		k.decode("notify_progress", userPayload(e, k, s[0]), &p)
+		payload := userPayload(e, k, s[0])
+		k.decode("notify_progress", payload, &p)
 		if k.opts != nil && k.opts.Progress != nil {
+			k.chargeNotificationOrFail(len(payload))
 			k.opts.Progress(p)
 		}
 	}},
@@ -166,6 +177,7 @@ var hostUserFuncs = map[string]userFunc{
 		}
 		k.decode("notify_resource_updated", userPayload(e, k, s[0]), &u)
 		if ru, ok := k.client().(ResourceUpdater); ok && u.URI != "" {
+			k.chargeNotificationOrFail(len(u.URI))
 			ru.ResourceUpdated(ctx, u.URI)
 		}
 	}},
@@ -181,6 +193,15 @@ func listChanged(kind string) userFunc {
 			fn(kind)
 		}
 	}}
+}
+
+// chargeNotificationOrFail charges a notification of n bytes against the
+// plugin's Limits.MaxNotificationBytes, ending the call past it: these
+// functions cannot answer an error.
+func (k *kernel) chargeNotificationOrFail(n int) {
+	if total, ok := k.chargeNotification(n); !ok {
+		k.fail(k.notificationOverCap(total))
+	}
 }
 
 // userPayload returns the JSON a guest passed at off, within the host-call

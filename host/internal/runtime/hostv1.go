@@ -16,6 +16,10 @@ import (
 // hostV1Handlers implements abi.HostModule. Each handler receives the
 // request payload and returns the response payload (nil for none) or an
 // envelope, which reaches the guest as a HostResponse error — never a trap.
+// Progress and notifications the host sends, and log lines it writes, are
+// charged against the plugin's Limits (limits.go); one past its cap is
+// answered resource_exhausted and not sent or written, and the guest may go
+// on.
 var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope){
 	abi.FuncProgress: func(_ *Engine, k *kernel, _ context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
 		var p abi.ProgressRequest
@@ -23,6 +27,9 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "progress payload is not a ProgressRequest: "+err.Error(), "")
 		}
 		if k.opts != nil && k.opts.Progress != nil {
+			if total, ok := k.chargeNotification(len(req)); !ok {
+				return nil, k.notificationOverCap(total)
+			}
 			k.opts.Progress(p)
 		}
 		return nil, nil
@@ -36,6 +43,13 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		if err := level.UnmarshalText([]byte(l.Level)); err != nil {
 			level = slog.LevelInfo
 		}
+		toLogger := e.cfg.Logger.Enabled(ctx, level)
+		if !toLogger && (k.opts == nil || k.opts.Log == nil) {
+			return nil, nil
+		}
+		if total, ok := k.chargeLog(len(req)); !ok {
+			return nil, k.logOverCap(total)
+		}
 		red := k.plugin.redactor
 		if red.Active() {
 			l.Message = red.String(l.Message)
@@ -48,7 +62,9 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		for key, v := range l.Attrs {
 			attrs = append(attrs, key, v)
 		}
-		e.cfg.Logger.Log(ctx, level, l.Message, attrs...)
+		if toLogger {
+			e.cfg.Logger.Log(ctx, level, l.Message, attrs...)
+		}
 		if k.opts != nil && k.opts.Log != nil {
 			k.opts.Log(l)
 		}
@@ -68,8 +84,18 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		if len(n.Data) == 0 {
 			n.Data = json.RawMessage(`""`)
 		}
-		e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", k.plugin.redactor.String(string(n.Data)))
-		if c := k.client(); c != nil {
+		c := k.client()
+		debug := e.cfg.Logger.Enabled(ctx, slog.LevelDebug)
+		if c == nil && !debug {
+			return nil, nil
+		}
+		if total, ok := k.chargeNotification(len(req)); !ok {
+			return nil, k.notificationOverCap(total)
+		}
+		if debug {
+			e.cfg.Logger.Debug("plugin notification", "plugin", k.plugin.name, "level", n.Level, "data", k.plugin.redactor.String(string(n.Data)))
+		}
+		if c != nil {
 			c.Notify(ctx, n)
 		}
 		return nil, nil

@@ -26,8 +26,21 @@ type kernel struct {
 
 	arena  []byte
 	blocks map[uint64]uint64 // offset -> length of live blocks
+	// blocksPeak is the most blocks live at once during the call: a map
+	// that grew large is dropped at the next reset rather than kept idle.
+	blocksPeak int
 
-	vars   map[string][]byte
+	// vars are the guest's Extism vars, kept as long as the instance;
+	// varBytes is what they are charged against Limits.MaxVarBytes.
+	vars     map[string][]byte
+	varBytes int
+	// logBytes, notifyBytes and httpRequests count what the call has had
+	// the host log, send its client and request, against the plugin's
+	// Limits.
+	logBytes     int
+	notifyBytes  int
+	httpRequests int
+
 	opts   *CallOptions
 	plugin *Plugin
 	// ctx is the context of the call (or instantiation) under way, for the
@@ -56,6 +69,11 @@ const arenaBase = 8
 // more leaves the surplus to the garbage collector.
 const retainedArena = 1 << 20
 
+// retainedBlocks is the number of blocks whose bookkeeping (a map, which
+// clearing does not shrink) is kept between calls; a call that had more
+// leaves the map to the garbage collector.
+const retainedBlocks = 4096
+
 func (k *kernel) reset(input []byte, opts *CallOptions) {
 	k.input = input
 	k.output = nil
@@ -67,11 +85,27 @@ func (k *kernel) reset(input []byte, opts *CallOptions) {
 		k.arena = make([]byte, arenaBase, 4096)
 	}
 	k.arena = k.arena[:arenaBase]
-	clear(k.blocks)
+	if k.blocksPeak > retainedBlocks {
+		k.blocks = nil
+	} else {
+		clear(k.blocks)
+	}
+	k.blocksPeak = 0
 	k.opts = opts
 	k.limit = nil
 	k.httpStatus, k.httpHeaders = 0, nil
+	k.logBytes, k.notifyBytes, k.httpRequests = 0, 0, 0
+	clear(k.missingConfig)
 	k.missingConfig = k.missingConfig[:0]
+}
+
+// afterCall drops what the call handed the host, so that an idle instance
+// holds only its vars, its arena and its block map.
+func (k *kernel) afterCall() {
+	k.ctx = nil
+	k.input, k.output, k.opts = nil, nil, nil
+	k.errMsg = ""
+	k.httpHeaders = nil
 }
 
 // errLimit is panicked from a host function when a guest exceeds a cap; the
@@ -101,11 +135,14 @@ func (k *kernel) alloc(n uint64, cfg *Config) uint64 {
 }
 
 // grow adds a block of n bytes to the arena, within MaxKernelBytes only.
+// Each live block is charged entryOverhead on top of its bytes: the host's
+// bookkeeping of a block (a map entry) would otherwise let a flood of
+// one-byte blocks cost the host several times the cap.
 func (k *kernel) grow(n uint64, cfg *Config) uint64 {
 	off := uint64(len(k.arena)+7) &^ 7
 	end := off + n
-	if end > uint64(cfg.MaxKernelBytes) {
-		k.exceed("kernel memory", int(end), cfg.MaxKernelBytes)
+	if charged := end + uint64(len(k.blocks)+1)*entryOverhead; charged > uint64(cfg.MaxKernelBytes) {
+		k.exceed("kernel memory", int(min(charged, 1<<62)), cfg.MaxKernelBytes)
 	}
 	if end > uint64(cap(k.arena)) {
 		grown := make([]byte, end, max(end, uint64(cap(k.arena))*2))
@@ -118,6 +155,7 @@ func (k *kernel) grow(n uint64, cfg *Config) uint64 {
 		k.blocks = map[uint64]uint64{}
 	}
 	k.blocks[off] = n
+	k.blocksPeak = max(k.blocksPeak, len(k.blocks))
 	return off
 }
 
@@ -231,9 +269,10 @@ var kernelFuncs = map[string]kernelFunc{
 		binary.LittleEndian.PutUint64(k.arena[s[0]:], s[1])
 	}},
 	"config_get": {[]api.ValueType{i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, ctx context.Context, _ api.Module, s []uint64) {
-		v, ok := k.config(string(k.bytesAt(s[0])))
+		key := k.bytesAt(s[0])
+		v, ok := k.config(string(key))
 		if !ok {
-			k.noteMissingConfig(ctx, string(k.bytesAt(s[0])))
+			k.noteMissingConfig(ctx, key)
 			s[0] = 0
 			return
 		}
@@ -247,26 +286,8 @@ var kernelFuncs = map[string]kernelFunc{
 		}
 		s[0] = k.newBlock(v, &e.cfg)
 	}},
-	"var_set": {[]api.ValueType{i64, i64}, nil, func(e *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
-		key := string(k.bytesAt(s[0]))
-		if s[1] == 0 {
-			delete(k.vars, key)
-			return
-		}
-		v := k.bytesAt(s[1])
-		total := len(v)
-		for name, old := range k.vars {
-			if name != key {
-				total += len(old)
-			}
-		}
-		if total > e.cfg.MaxHostCallBytes {
-			k.exceed("plugin vars", total, e.cfg.MaxHostCallBytes)
-		}
-		if k.vars == nil {
-			k.vars = map[string][]byte{}
-		}
-		k.vars[key] = append([]byte(nil), v...)
+	"var_set": {[]api.ValueType{i64, i64}, nil, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {
+		k.setVar(k.bytesAt(s[0]), s[1])
 	}},
 	"log_trace": logFunc(slog.LevelDebug - 4),
 	"log_debug": logFunc(slog.LevelDebug),
@@ -309,6 +330,41 @@ var kernelFuncs = map[string]kernelFunc{
 	}},
 }
 
+// setVar is var_set: a value offset of 0 removes the var. Vars live as
+// long as the instance, so every key and value is charged, with
+// entryOverhead per var, against the plugin's Limits (MaxVarBytes,
+// MaxVars); a var past them ends the call (var_set cannot answer an error,
+// and Extism's own runtime traps there too) and the instance, vars and all,
+// is discarded.
+func (k *kernel) setVar(key []byte, valueOff uint64) {
+	old, had := k.vars[string(key)]
+	oldCost := 0
+	if had {
+		oldCost = len(key) + len(old) + entryOverhead
+	}
+	if valueOff == 0 {
+		if had {
+			delete(k.vars, string(key))
+			k.varBytes -= oldCost
+		}
+		return
+	}
+	v := k.bytesAt(valueOff)
+	lim := &k.plugin.limits
+	if !had && len(k.vars) >= lim.MaxVars {
+		k.overCap("Extism vars", "max_vars", len(k.vars)+1, lim.MaxVars, "count")
+	}
+	total := k.varBytes - oldCost + len(key) + len(v) + entryOverhead
+	if total > lim.MaxVarBytes {
+		k.overCap("Extism vars (keys and values)", "max_var_bytes", total, lim.MaxVarBytes, "bytes")
+	}
+	if k.vars == nil {
+		k.vars = map[string][]byte{}
+	}
+	k.vars[string(key)] = append([]byte(nil), v...)
+	k.varBytes = total
+}
+
 // config is what config_get answers: the operator's values
 // (PluginOptions.Config), overlaid by the call's own (CallOptions.Config).
 func (k *kernel) config(key string) (string, bool) {
@@ -321,11 +377,20 @@ func (k *kernel) config(key string) (string, bool) {
 	return v, ok
 }
 
+// logFunc is Extism's log_* at level. A line the logger writes is charged
+// against the plugin's Limits.MaxLogBytes; one past it ends the call, as
+// log_* cannot answer an error.
 func logFunc(level slog.Level) kernelFunc {
 	return kernelFunc{[]api.ValueType{i64}, nil, func(e *Engine, k *kernel, ctx context.Context, _ api.Module, s []uint64) {
 		msg := k.bytesAt(s[0])
 		if len(msg) > e.cfg.MaxHostCallBytes {
 			k.exceed("log message", len(msg), e.cfg.MaxHostCallBytes)
+		}
+		if !e.cfg.Logger.Enabled(ctx, level) {
+			return
+		}
+		if total, ok := k.chargeLog(len(msg)); !ok {
+			k.fail(k.logOverCap(total))
 		}
 		e.cfg.Logger.Log(ctx, level, k.plugin.redactor.String(string(msg)), "plugin", k.plugin.name)
 	}}

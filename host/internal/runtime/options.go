@@ -32,6 +32,10 @@ type PluginOptions struct {
 	// this plugin when > 0.
 	MaxInstances     int
 	MemoryLimitPages uint32
+	// Limits override the engine's (Config.Limits) field by field: the
+	// caps on what the plugin makes the host keep, write or hold outside
+	// its linear memory (limits.go).
+	Limits Limits
 	// Reload returns the module's bytes again, so the engine can release
 	// the compiled module of a plugin not being called and load it on its
 	// next call (Config.CodeIdleTimeout); nil keeps it loaded. The bytes

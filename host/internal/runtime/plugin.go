@@ -60,6 +60,8 @@ type Plugin struct {
 	// lower opts.MemoryLimitPages), through memory.
 	memPages uint32
 	memory   experimental.MemoryAllocator
+	// limits are opts.Limits over the engine's (limits.go).
+	limits Limits
 
 	// slots bounds live instances. idle holds instances ready for a call,
 	// the most recently used last; mu guards it and closed. The janitor
@@ -304,7 +306,7 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 // release returns an instance to the pool (before its slot, so a Close
 // holding every slot finds it among the idle), or closes it.
 func (p *Plugin) release(inst *instance, healthy bool) {
-	inst.k.ctx = nil // before another call can take the instance
+	inst.k.afterCall() // before another call can take the instance
 	if healthy && !inst.mod.IsClosed() {
 		p.mu.Lock()
 		if !p.closed && len(p.idle) < cap(p.slots) {

@@ -10,8 +10,9 @@ import (
 
 // applyOptions turns p.opts into the plugin's limits and resources:
 // instance slots (Stateful: one instance, calls serialised; else
-// MaxInstances or the engine's), the memory cap, the secrets' redactor, the
-// HTTP client and the mounted directories. releaseOptions undoes it.
+// MaxInstances or the engine's), the memory cap, the caps of limits.go, the
+// secrets' redactor, the HTTP client and the mounted directories.
+// releaseOptions undoes it.
 //
 // Stateful needs nothing else: a healthy instance always goes back to the
 // pool, and a pool of one keeps the same instance, with its globals and
@@ -49,8 +50,9 @@ func (p *Plugin) applyOptions() error {
 		p.memPages = m
 		p.memory = newMemoryAllocator(uint64(m) << 16)
 	}
+	p.limits = o.Limits.Or(e.cfg.Limits)
 	var err error
-	if p.egress, err = newEgress(p.name, o.HTTP, e.cfg.MaxHostCallBytes); err != nil {
+	if p.egress, err = newEgress(p.name, o.HTTP, e.cfg.MaxHostCallBytes, p.limits, e.httpConns); err != nil {
 		return err
 	}
 	if len(o.Mounts) == 0 {
