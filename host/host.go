@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -204,6 +205,7 @@ func (h *Host) open(ctx context.Context) error {
 		return err
 	}
 	h.idem.Logger = h.log
+	h.idem.ScopeOf = scopeFingerprint(cfg.Policy)
 	// A claim younger than the longest call must not go stale, or a slow
 	// call could run twice.
 	if longest := max(5*time.Minute, cfg.CallTimeout, longestCallTimeout(cfg.PluginSettings)); h.idem.InProgressTTL > 0 && h.idem.InProgressTTL < longest {
@@ -434,4 +436,18 @@ func (h *Host) OpenedBoard() *Board {
 		return &Board{b: b}
 	}
 	return nil
+}
+
+// scopeFingerprint names the board work a caller may reach under p, for the
+// idempotency records (idempotency.Config.ScopeOf): "" for a caller that
+// reaches everything, else its scope's tasks and attempts.
+func scopeFingerprint(p *policy.Policy) func(*abi.Caller) string {
+	return func(c *abi.Caller) string {
+		s := p.Scope(c)
+		if s.All {
+			return ""
+		}
+		return "tasks=" + strings.Join(slices.Sorted(slices.Values(s.Tasks)), ",") +
+			";attempts=" + strings.Join(slices.Sorted(slices.Values(s.Attempts)), ",")
+	}
 }

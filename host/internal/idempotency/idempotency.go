@@ -152,15 +152,20 @@ func (g *Guard) Do(ctx context.Context, c *abi.Caller, tool, keyField, key strin
 
 // Identity is how a key's record names the caller whose call claimed it:
 // the caller's id and role, as the ABI encodes them (so no two callers
-// share one), or "" for a call without a caller. The role is part of it: a
-// caller whose role the agents file changed may reach less than before,
-// so it does not replay what it got in its former role.
-func Identity(c *abi.Caller) string {
+// share one), and the fingerprint of its board scope when scope is not "",
+// or "" for a call without a caller. The role and the scope are part of it:
+// a caller whose role or scope the agents file changed may reach less than
+// before, so it does not replay what it got before.
+func Identity(c *abi.Caller, scope string) string {
 	if c == nil {
 		return ""
 	}
-	b, err := json.Marshal(abi.Caller{ID: c.ID, Role: c.Role})
-	if err != nil { // two strings always encode
+	b, err := json.Marshal(struct {
+		ID    string `json:"id"`
+		Role  string `json:"role,omitempty"`
+		Scope string `json:"scope,omitempty"`
+	}{c.ID, c.Role, scope})
+	if err != nil { // strings always encode
 		return ""
 	}
 	return string(b)
@@ -212,7 +217,11 @@ func (g *Guard) Run(ctx context.Context, c *abi.Caller, tool, keyField, key stri
 		env.Details = map[string]any{"tool": tool}
 		return nil, false, env
 	}
-	who := Identity(c)
+	scope := ""
+	if g.cfg.ScopeOf != nil && c != nil {
+		scope = g.cfg.ScopeOf(c)
+	}
+	who := Identity(c, scope)
 	outcome, stored, token, err := st.ClaimRequestBy(ctx, g.now(), tool, who, key, hash, g.cfg.InProgressTTL, g.cfg.owner(), g.cfg.ownerDead())
 	if err != nil {
 		if ctx.Err() != nil {

@@ -308,6 +308,32 @@ func TestGuardKeyIsItsCallers(t *testing.T) {
 	}
 }
 
+// TestGuardReplayNeedsTheSameScope: a caller's answer is replayed only
+// while its scope is the one the board checked when it made the answer; a
+// caller whose agents-file scope changed since (a restart with a narrower
+// agents file) gets idempotency_conflict for its own earlier key.
+func TestGuardReplayNeedsTheSameScope(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	scope := "tasks=t1,t2;attempts="
+	g := NewGuard(StaticStore(store), Config{CompletedTTL: DefaultCompletedTTL, InProgressTTL: time.Hour,
+		ScopeOf: func(*abi.Caller) string { return scope }})
+	w1 := &abi.Caller{ID: "worker1", Role: "WORKER"}
+	args := json.RawMessage(`{"request_id":"k","task_id":"t2"}`)
+	var r runner
+	first, ran, env := g.Do(ctx, w1, "get_task", "request_id", "k", args, r.ok)
+	if !ran || env != nil {
+		t.Fatalf("first call: ran %v, env %v", ran, env)
+	}
+	if again, ran, env := g.Do(ctx, w1, "get_task", "request_id", "k", args, r.ok); ran || env != nil || string(again) != string(first) {
+		t.Fatalf("replay under the same scope: %s, ran %v, env %v", again, ran, env)
+	}
+	scope = "tasks=t1;attempts=" // t2 taken away
+	if out, ran, env := g.Do(ctx, w1, "get_task", "request_id", "k", args, r.ok); ran || out != nil || env == nil || env.Code != abi.CodeIdempotencyConflict {
+		t.Fatalf("replay after the scope narrowed: %s, ran %v, env %+v", out, ran, env)
+	}
+}
+
 // TestGuardFailureReleases: a failed call, or one that panicked, leaves no
 // record: the retry runs again, with the same or other arguments.
 func TestGuardFailureReleases(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plugboard/plugboard/abi"
 )
 
 // Environment variables setting the record TTLs, in whole seconds; 0
@@ -39,6 +41,13 @@ type Config struct {
 	Owner string
 	// Dead reports whether a claim's owner is gone; nil is OwnerDead.
 	Dead func(owner string) bool
+	// ScopeOf names the board work a caller may reach (a fingerprint of
+	// its scope, "" when every caller reaches everything). It is part of
+	// the caller's identity in a key's record, so an answer is replayed
+	// only to a caller whose scope is the one the board checked when it
+	// made the answer: one whose agents-file scope changed since gets
+	// idempotency_conflict, as another caller would.
+	ScopeOf func(*abi.Caller) string
 }
 
 func (c Config) owner() string {
