@@ -118,6 +118,13 @@ func settingsOf(s PluginSetting) registry.Settings {
 	return r
 }
 
+// PluginLimitSettings lists the caps a plugin with settings s runs under on
+// an engine without limits of its own: each by its plugins.settings field,
+// s's value where it sets one, else the default.
+func PluginLimitSettings(s PluginSetting) []runtime.LimitSetting {
+	return limitsOf(s).Or(runtime.DefaultLimits()).Settings()
+}
+
 // limitsOf is the caps a plugin's settings give (zero: the engine's).
 func limitsOf(s PluginSetting) runtime.Limits {
 	size := func(b *config.ByteSize) int {

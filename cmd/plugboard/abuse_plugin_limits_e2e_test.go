@@ -435,4 +435,21 @@ func TestAbusePluginLimitsInspect(t *testing.T) {
 	if got.Limits["max_var_bytes"] != 1<<20 || got.Limits["max_vars"] <= 0 || got.Limits["max_http_connections"] <= 0 {
 		t.Errorf("inspect --json limits %v", got.Limits)
 	}
+
+	// With the configuration file serve would read, the caps in force.
+	conf := filepath.Join(t.TempDir(), "plugboard.json")
+	if err := os.WriteFile(conf, []byte(`{"plugins": {"max_instances": 3, "settings": {"hoard": {"max_vars": 10, "max_var_bytes": "64KiB", "max_http_connections": 2}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runPB(t, t.TempDir(), cleanEnv(), "plugin", "inspect", "--json", "--config", conf, wasm["hoard"])
+	got.Limits = nil
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("inspect --json --config: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	want := map[string]int64{"max_vars": 10, "max_var_bytes": 64 << 10, "max_http_connections": 2, "max_instances": 3, "max_log_bytes": 1 << 20}
+	for k, v := range want {
+		if got.Limits[k] != v {
+			t.Errorf("inspect --config: %s = %d, want %d (%v)", k, got.Limits[k], v, got.Limits)
+		}
+	}
 }

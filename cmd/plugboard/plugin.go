@@ -17,6 +17,8 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build"
+	plughost "github.com/plugboard/plugboard/host"
+	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/plugin"
 )
 
@@ -72,6 +74,9 @@ type inspection struct {
 	// in the order they are shown.
 	name   string
 	limits []limitLine
+	// limitsFrom is the configuration file the limits come from ("": the
+	// defaults).
+	limitsFrom string
 }
 
 // limitLine is one cap as inspect shows it.
@@ -102,15 +107,58 @@ func defaultLimits() []limitLine {
 
 func pluginInspectCommand(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
+	configFile := fs.String("config", "", "configuration file whose plugins settings give the limits shown (default: $"+config.EnvConfig+"; none: the defaults)")
 	return func(ctx context.Context, in *invocation) error {
 		if err := in.nargs(1, 1); err != nil {
 			return err
 		}
-		return pluginInspect(ctx, in.args[0], *asJSON, in.stdout)
+		path := *configFile
+		if !config.Given(fs)["config"] {
+			path = os.Getenv(config.EnvConfig)
+		}
+		var conf *config.Config
+		if path != "" {
+			var err error
+			if conf, err = config.Load(path); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+		}
+		return pluginInspect(ctx, in.args[0], *asJSON, conf, path, in.stdout)
 	}
 }
 
-func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writer) error {
+// configuredLimits are the caps a plugin named name runs under with the
+// configuration conf: its own settings over the plugins section's over the
+// defaults.
+func configuredLimits(conf *config.Config, name string) []limitLine {
+	lines := defaultLimits()
+	s := conf.Plugins.Settings[name]
+	memory, instances := conf.Plugins.MemoryLimitMiB, conf.Plugins.MaxInstances
+	if s.MemoryLimitMiB != nil {
+		memory = s.MemoryLimitMiB
+	}
+	if s.MaxInstances != nil {
+		instances = s.MaxInstances
+	}
+	set := map[string]int64{}
+	if memory != nil {
+		set["memory_limit_mib"] = int64(*memory)
+	}
+	if instances != nil {
+		set["max_instances"] = int64(*instances)
+	}
+	for _, l := range plughost.PluginLimitSettings(s) {
+		set[l.Setting] = l.Value
+	}
+	for i := range lines {
+		if v, ok := set[lines[i].setting]; ok {
+			lines[i].value = v
+		}
+	}
+	return lines
+}
+
+func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.Config, confPath string, stdout io.Writer) error {
 	wasm, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -168,6 +216,12 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, stdout io.Writ
 		if in.Manifest.Plugin.Name != "" {
 			in.name = in.Manifest.Plugin.Name
 		}
+		if conf != nil {
+			in.limits, in.limitsFrom = configuredLimits(conf, in.name), confPath
+			for _, l := range in.limits {
+				in.Limits[l.setting] = l.value
+			}
+		}
 		in.Capabilities = in.Manifest.Capabilities
 		if err := in.Manifest.Validate(); err != nil {
 			in.Problems = append(in.Problems, err.Error())
@@ -216,7 +270,11 @@ func printInspection(w io.Writer, in *inspection) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "limits:       the defaults; plugins.settings.%s.<setting> in the configuration file sets the plugin's own\n", in.name)
+	if in.limitsFrom != "" {
+		fmt.Fprintf(w, "limits:       as %s sets them (plugins.settings.%s.<setting>, else plugins.*, else the defaults)\n", in.limitsFrom, in.name)
+	} else {
+		fmt.Fprintf(w, "limits:       the defaults; plugins.settings.%s.<setting> in the configuration file sets the plugin's own\n", in.name)
+	}
 	for _, l := range in.limits {
 		value := strconv.FormatInt(l.value, 10)
 		if l.unit != "" {
