@@ -169,6 +169,18 @@ exec sleep %[1]s
 `, marker)
 }
 
+// waitMarked polls until n processes run "sleep MARKER" (treeScript says
+// ready just before its own shell execs the last one), for at most 10 s,
+// and returns those running.
+func waitMarked(marker string, n int) []int {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if pids := markedPIDs(marker); len(pids) >= n {
+			return pids
+		}
+	}
+	return markedPIDs(marker)
+}
+
 // waitNone polls until no process runs "sleep MARKER", failing after
 // timeout; it returns whether they were gone.
 func waitNone(marker string, timeout time.Duration) bool {
@@ -216,7 +228,7 @@ func TestSecurityProcessHostCrashLeavesNothing(t *testing.T) {
 	s := serveBoard(t, data, "", httpEnv(), "--data", data)
 	id := s.shell(projectID, treeScript(marker))
 	s.waitLog(id, "ready")
-	pids := markedPIDs(marker)
+	pids := waitMarked(marker, 5)
 	if len(pids) != 5 {
 		t.Fatalf("the attempt runs %d tagged processes, want 5:\n%s", len(pids), describePIDs(marker))
 	}
@@ -258,7 +270,7 @@ func TestSecurityProcessStopEndsDetachedTree(t *testing.T) {
 			t.Cleanup(func() { killMarked(marker) })
 			id := s.shell(projectID, treeScript(marker))
 			s.waitLog(id, "ready")
-			if n := len(markedPIDs(marker)); n != 5 {
+			if n := len(waitMarked(marker, 5)); n != 5 {
 				t.Fatalf("the attempt runs %d tagged processes, want 5:\n%s", n, describePIDs(marker))
 			}
 			res := s.ok("stop_attempt", map[string]any{"attempt_id": id, "force": force})

@@ -119,6 +119,16 @@ func TestAgentCLIs(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
+	// OpenCode creates and migrates its database on its first start, and
+	// two first starts at once race: one fails with "Failed query: CREATE
+	// TABLE …" before it reaches the network. A user's machine has the
+	// database from the CLI's first use; so does this home, made the way
+	// the CLI makes it, before the runs start side by side.
+	prime := exec.Command(filepath.Join(clisDir, "node_modules", ".bin", "opencode"), "session", "list")
+	prime.Env, prime.Dir = env, home
+	if out, err := prime.CombinedOutput(); err != nil {
+		t.Fatalf("opencode session list (creating its database): %v\n%s", err, out)
+	}
 	run("project", "create", "agents", "--repo", repo, "--data", data)
 	newTask := func(title string) string {
 		return run("task", "create", "agents", title, "--description", "Reply with the word hello and change nothing.", "--data", data)
