@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -148,9 +149,11 @@ func (s *server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// sync makes the served lists equal to the registry's. Unchanged entries
-// are left alone; a reloaded plugin's entries are new definitions and are
-// replaced.
+// sync makes the served lists equal to the registry's. Entries whose
+// definition is unchanged in content are left alone, even when a reload or
+// a relisting made them anew: every AddTool and RemoveTools tells clients
+// the list changed, and a plugin relisted for one changed tool must not
+// re-announce all of them (handlers find their entry by name at call time).
 func (s *server) sync() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,7 +216,11 @@ func syncServed[D comparable, E any](served map[string]D, want []E, entry func(E
 	}
 	for _, e := range want {
 		k, d := entry(e)
-		if served[k] != d && add(e) {
+		if old, ok := served[k]; ok && (old == d || reflect.DeepEqual(old, d)) {
+			served[k] = d
+			continue
+		}
+		if add(e) {
 			served[k] = d
 		}
 	}
