@@ -80,6 +80,16 @@ func Plugin(ctx context.Context, srcDir, out string, opts Options) (*abi.Manifes
 	if err != nil {
 		return nil, err
 	}
+	if sdkPath != "" && m.ABI == 0 {
+		// A plugin on plugboard's SDK speaks plugboard's ABI: the lowest
+		// version it needs. One on another PDK keeps the ABI it declared
+		// (none: an Extism MCP plugin), which tells the host to send it
+		// exactly the Extism MCP call input.
+		m.ABI = m.MinVersion()
+		if manifestJSON, err = json.Marshal(m); err != nil {
+			return nil, err
+		}
+	}
 	if sdkPath != "" && embedsManifest(sdkPath) {
 		// The module served is built without the tag, so it links neither
 		// jsonschema-go nor anything only describe needs; its describe
@@ -185,7 +195,8 @@ func buildWithManifest(ctx context.Context, goBin, srcDir string, env []string, 
 
 // Describe runs a module's describe export (a hyper-mcp v2 plugin's list
 // exports) in a throwaway engine and returns the validated manifest and its
-// compact JSON.
+// compact JSON, with the ABI version it declares (0: none, an Extism MCP
+// plugin).
 func Describe(ctx context.Context, name string, wasm []byte, timeout time.Duration) (*abi.Manifest, []byte, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -211,9 +222,6 @@ func Describe(ctx context.Context, name string, wasm []byte, timeout time.Durati
 	}
 	if m.Plugin.Name == "" {
 		m.Plugin.Name = name
-	}
-	if m.ABI == 0 {
-		m.ABI = m.MinVersion()
 	}
 	if err := m.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("invalid manifest: %w", err)

@@ -49,15 +49,25 @@ var hyperOptional = []struct{ export, method string }{
 // (hyper) legitimately differs from plugboard's ABI: the host calls
 // list_tools, call_tool and whichever optional v2 export it finds, never
 // describe, call or the plugboard_buffer/plugboard_call pair, so those are
-// neither required nor checked; memory, _initialize and _start are checked
-// as for any plugin.
+// neither required nor checked; memory and _initialize are checked as for
+// any plugin.
+//
+// _start is not a failure: the runtime instantiates every module running
+// _initialize alone (runtime.Plugin.instantiate) and calls its exports
+// directly, so a command module works exactly when its exports work
+// without _start — TinyGo's //export functions can (TinyGo initialises
+// most globals at compile time), Go's go:wasmexport functions (and
+// TinyGo's) trap. Only running the module tells which, as serve does: the
+// describe step and the calls judge it, and Shape.Diagnose names the
+// cause when they fail for it.
 func checkExports(rec *recorder, m *module, hyper bool) {
 	want := func(name string, kind byte, t *funcType, why string) {
 		e, ok := m.export(name)
 		switch {
 		case !ok:
 			rec.fail(CheckExports, "", fmt.Sprintf("does not export %s %q (%s)", kindName(kind), name, why),
-				buildFix+"(the SDK exports describe and call), or export it from your PDK")
+				rec.fix("export it from your plugin as the Extism MCP interface has it (describe and call, or hyper-mcp's list_tools and call_tool)",
+					"the SDK exports describe and call: build with `plugboard plugin build`"))
 		case e.kind != kind:
 			rec.fail(CheckExports, "", fmt.Sprintf("exports %q as a %s; it must be a %s", name, kindName(e.kind), kindName(kind)),
 				"export "+name+" as a "+kindName(kind))
@@ -85,10 +95,6 @@ func checkExports(rec *recorder, m *module, hyper bool) {
 	if _, ok := m.export(abi.ExportInitialize); ok {
 		want(abi.ExportInitialize, kindFunc, &typeInit, "the host runs it once per instance")
 	}
-	if _, ok := m.export("_start"); ok {
-		rec.fail(CheckExports, "", "exports _start: this is a command module, and the host never runs _start, so a Go guest's runtime is never initialised",
-			"build as a reactor: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared ("+strings.TrimSpace(buildFix)+" does)")
-	}
 	_, hasBuf := m.export(abi.ExportBuffer)
 	_, hasDirect := m.export(abi.ExportCallDirect)
 	switch {
@@ -98,7 +104,7 @@ func checkExports(rec *recorder, m *module, hyper bool) {
 		want(abi.ExportCallDirect, kindFunc, &typeDirect, "the direct-call pair")
 	case hasBuf || hasDirect:
 		rec.fail(CheckExports, "", fmt.Sprintf("exports only one of %s and %s; the host uses the direct path only when both exist",
-			abi.ExportBuffer, abi.ExportCallDirect), "export both (as the SDK does) or neither")
+			abi.ExportBuffer, abi.ExportCallDirect), rec.fix("export both or neither", "it exports both"))
 	}
 	rec.pass(CheckExports, "")
 }
@@ -209,7 +215,7 @@ func checkCapabilityUse(rec *recorder, m *module, man *abi.Manifest) {
 	switch {
 	case imported[abi.FuncBoard] && len(boardCaps) == 0:
 		rec.fail(CheckCapabilityUse, "", "imports plugboard:host/v1.board but declares no board capability: every board call will answer permission_denied",
-			"declare what the tools need, e.g. sdk.Require(abi.CapBoardRead)")
+			rec.fix(`declare what the tools need in the manifest's "capabilities", e.g. "board.read"`, "sdk.Require(abi.CapBoardRead)"))
 	case !imported[abi.FuncBoard] && len(boardCaps) > 0:
 		rec.fail(CheckCapabilityUse, "", fmt.Sprintf("declares %s but never calls the board (no plugboard:host/v1.board import)", strings.Join(boardCaps, ", ")),
 			"declare only the capabilities the plugin uses: an operator grants what the manifest asks for")
@@ -223,11 +229,13 @@ func checkCapabilityUse(rec *recorder, m *module, man *abi.Manifest) {
 		switch {
 		case importsUser && !declared:
 			rec.fail(CheckCapabilityUse, "", fmt.Sprintf("imports %s.%s but does not declare %s: every call to it will answer permission_denied",
-				plugin.UserModule, user, f.Capability), fmt.Sprintf("declare the capability (sdk.Require(%q))", f.Capability))
+				plugin.UserModule, user, f.Capability), rec.fix(fmt.Sprintf(`declare %q in the manifest's "capabilities"`, f.Capability),
+				fmt.Sprintf("sdk.Require(%q)", f.Capability)))
 		case importsUser:
 		case imported[f.Name] && !declared:
 			rec.fail(CheckCapabilityUse, "", fmt.Sprintf("imports plugboard:host/v1.%s but does not declare %s: every call to it will answer permission_denied",
-				f.Name, f.Capability), fmt.Sprintf("declare the capability (sdk.Require(%q))", f.Capability))
+				f.Name, f.Capability), rec.fix(fmt.Sprintf(`declare %q in the manifest's "capabilities"`, f.Capability),
+				fmt.Sprintf("sdk.Require(%q)", f.Capability)))
 		case declared && !imported[f.Name]:
 			rec.fail(CheckCapabilityUse, "", fmt.Sprintf("declares %s but never imports plugboard:host/v1.%s", f.Capability, f.Name),
 				"declare only the capabilities the plugin uses: an operator grants what the manifest asks for")
@@ -272,9 +280,12 @@ func checkSection(rec *recorder, section []byte, hasSection bool, described []by
 		return
 	}
 	if !hasSection {
-		rec.warn(CheckManifestSection, "", "the module has no embedded plugboard.manifest section: the host must compile it and run describe "+
+		// A house rule: the host serves such a module all the same, it only
+		// describes it at load time (once per sha256, cached).
+		rec.house(CheckManifestSection, "", "the module has no embedded plugboard.manifest section: the host must compile it and run describe "+
 			"before it can list its tools (then caches the answer)",
-			buildFix+"(it embeds the manifest), or embed describe's output in a custom section named "+abi.ManifestSection)
+			"embed describe's output in a custom section named "+abi.ManifestSection+" (`plugboard plugin build` does it for a Go plugin, "+
+				"and any wasm tool that adds custom sections can)")
 		return
 	}
 	source := "describe"

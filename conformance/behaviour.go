@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -50,6 +51,14 @@ type toolRunner struct {
 	timeouts int
 	calls    int
 	stopped  bool
+	// shape explains crashes it accounts for (Shape.Diagnose); house is
+	// true for a plugin held to the house rules.
+	shape Shape
+	house bool
+	// configKeys: a call stopped for configuration the operator has not
+	// set (needsConfig, with the keys the host named, possibly none).
+	needsConfig bool
+	configKeys  []string
 }
 
 func (tr *toolRunner) name() string { return tr.ts.def.Name }
@@ -97,6 +106,23 @@ func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *plugin
 	name := tr.name()
 	call := fmt.Sprintf("%s %s", what, summarize(args))
 	env := res.Envelope
+	if keys, ok := missingConfig(env, false); ok {
+		// Not the plugin's failure, and not the agent's: only the
+		// operator can fix it, so the tool is not judged broken.
+		tr.needsConfig = true
+		for _, k := range keys {
+			if !slices.Contains(tr.configKeys, k) {
+				tr.configKeys = append(tr.configKeys, k)
+			}
+		}
+		named := "a configuration value the host could not name"
+		if len(keys) > 0 {
+			named = strings.Join(keys, ", ")
+		}
+		tr.rec.needsConfig(name, keys, fmt.Sprintf("%s stopped for configuration the operator has not set: %s (%s: %s)",
+			call, named, env.Code, truncate(env.Message, 160)), configFix(env))
+		return
+	}
 	if env == nil {
 		if kind == kindInvalid {
 			tr.rec.fail(CheckInvalid, name, fmt.Sprintf("%s was answered with a result, though the inputSchema refuses it", call),
@@ -108,23 +134,45 @@ func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *plugin
 	switch env.Code {
 	case abi.CodePluginTimeout:
 		tr.timeouts++
-		tr.rec.fail(CheckDeadline, name, fmt.Sprintf("%s did not finish within its deadline (%s)", call, elapsed.Round(time.Millisecond)),
-			"make the tool finish well within its deadline on any input (bound loops and work by the input size), or declare a longer timeout_ms")
+		// The host cut the call off at its deadline and discarded the
+		// instance, so nothing broke: on arguments derived from the schema
+		// that is a failure, on fuzzed ones a tool doing what it was asked
+		// (a sleep of 2^53 ms) — an error for a plugin held to the house
+		// rules (bound work by the input), a warning for any other.
+		record := tr.rec.fail
+		if kind == kindFuzz && !tr.house {
+			record = tr.rec.warn
+		}
+		record(CheckDeadline, name, fmt.Sprintf("%s did not finish within its deadline (%s)", call, elapsed.Round(time.Millisecond)),
+			"make the tool finish well within its deadline on any input (bound loops, waits and work by the input size), or declare a longer timeout_ms")
 		if tr.timeouts >= maxTimeouts {
 			tr.stopped = true
-			tr.rec.fail(CheckDeadline, name, fmt.Sprintf("stopped calling %s after %d timeouts", name, tr.timeouts), "")
+			record(CheckDeadline, name, fmt.Sprintf("stopped calling %s after %d timeouts", name, tr.timeouts), "")
 		}
 		return
 	case abi.CodePluginFailed, abi.CodeInternal:
+		if _, refused := env.Details["status"]; refused && env.Code == abi.CodePluginFailed && !tr.house {
+			// An Extism error status with a message: the plugin refused the
+			// call on purpose (an error set and a non-zero return, the
+			// Extism convention), which the host answers as a rejection —
+			// not a crash. A trap or a panic carries no status. A plugin
+			// held to the house rules answers refusals as envelopes (the
+			// SDK always does), so for it a status still means a failure.
+			break
+		}
 		detail := ""
 		if tail, ok := env.Details["console_tail"].(string); ok {
 			if at := panicSite(tail); at != "" {
 				detail = " at " + at
 			}
 		}
+		if why, fix := tr.shape.Diagnose(env); why != "" {
+			tr.rec.failOnce(kind.check(), name, why, fmt.Sprintf("%s crashed: %s", call, why), fix)
+			return
+		}
 		tr.rec.failOnce(kind.check(), name, env.Code+env.Message+detail, fmt.Sprintf("%s crashed: %s: %s%s", call, env.Code, env.Message, detail),
-			"the tool must answer every input with a result or an envelope (sdk.InvalidArgument, sdk.Fail...): check bounds, nil "+
-				"pointers and sizes before using them; never panic on bad input")
+			tr.rec.fix("the tool must answer every input with a result or an error result (isError, with a message): check bounds, nil "+
+				"pointers and sizes before using them; never panic or trap on bad input", "sdk.InvalidArgument, sdk.Fail"))
 		return
 	case abi.CodeResourceExhausted:
 		msg := fmt.Sprintf("%s hit a cap: %s", call, env.Message)
@@ -142,7 +190,8 @@ func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *plugin
 	if _, ok := env.Details["unregistered_code"]; ok || strings.TrimSpace(env.Message) == "" {
 		tr.rec.failOnce(CheckCodes, name, env.Code, fmt.Sprintf("%s was answered with code %q and message %q: codes must be registered in abi.Codes and messages non-empty",
 			call, env.Code, env.Message),
-			"answer with a registered code (sdk.InvalidArgument, sdk.NotFound, sdk.Fail(abi.CodeConflict, ...)) and say what went wrong")
+			tr.rec.fix("answer with a registered code (abi.Codes: invalid_argument, not_found, conflict, …) and say what went wrong",
+				"sdk.InvalidArgument, sdk.NotFound, sdk.Fail(abi.CodeConflict, ...)"))
 	}
 	if kind == kindInvalid && strings.TrimSpace(env.Hint) == "" {
 		tr.rec.fail(CheckInvalid, name, fmt.Sprintf("%s was refused with %s but no hint", call, env.Code),
@@ -159,7 +208,7 @@ func (tr *toolRunner) checkOutput(call string, res *plugin.Result) {
 	}
 	if len(res.Structured) == 0 {
 		tr.rec.failOnce(CheckOutput, name, "no structuredContent", fmt.Sprintf("%s answered without structuredContent, though the tool declares an outputSchema", call),
-			"return the answer as structuredContent (the SDK does for a struct output)")
+			tr.rec.fix("return the answer as structuredContent, as MCP asks of a tool with an outputSchema", "it does for a struct output"))
 		return
 	}
 	inst, err := jsonscan.Decode(res.Structured)
@@ -173,13 +222,15 @@ func (tr *toolRunner) checkOutput(call string, res *plugin.Result) {
 	}
 }
 
-// runBehaviour makes every behaviour call of one tool.
-func runBehaviour(ctx context.Context, set *plugin.Set, rec *recorder, ts *toolSurface, opts *Options, abandon func()) int {
-	deadline := opts.CallTimeout
+// runBehaviour makes every behaviour call of one tool; callTimeout is the
+// deadline the host gives the plugin's calls (see Kit.callTimeout).
+func runBehaviour(ctx context.Context, set *plugin.Set, rec *recorder, ts *toolSurface, opts *Options, shape Shape, house bool,
+	callTimeout time.Duration, abandon func()) int {
+	deadline := callTimeout
 	if ts.def.TimeoutMS > 0 {
 		deadline = min(deadline, time.Duration(ts.def.TimeoutMS)*time.Millisecond)
 	}
-	tr := &toolRunner{set: set, rec: rec, ts: ts, deadline: deadline, abandon: abandon}
+	tr := &toolRunner{set: set, rec: rec, ts: ts, deadline: deadline, abandon: abandon, shape: shape, house: house}
 	name := ts.def.Name
 	ids := []string{CheckInvalid, CheckValid, CheckOutput, CheckSize, CheckDeadline, CheckFuzz, CheckCodes}
 	if ts.in == nil {
@@ -196,8 +247,10 @@ func runBehaviour(ctx context.Context, set *plugin.Set, rec *recorder, ts *toolS
 	}
 
 	valid, ok := ts.in.findValid(want{})
+	validNeedsConfig := false
 	if ok {
 		tr.call(ctx, kindValid, "a minimal valid instance", encode(valid))
+		validNeedsConfig = tr.needsConfig
 	} else {
 		rec.warn(CheckValid, name, "the kit could not derive an instance the inputSchema accepts (it tries the required fields with "+
 			"up to three optional ones, for each value of enum fields); the valid call and the probes built on it were not made",
@@ -220,6 +273,20 @@ func runBehaviour(ctx context.Context, set *plugin.Set, rec *recorder, ts *toolS
 	}
 	if tr.stopped {
 		rec.skip(CheckFuzz, name, "skipped: the tool timed out on derived arguments")
+		return tr.calls
+	}
+	if tr.needsConfig {
+		// Without its configuration every call stops the same way: fuzzing
+		// would prove nothing about the tool, and the valid call did not
+		// show it answers. Both wait for a run with --config.
+		why := "skipped: the tool needs configuration"
+		if len(tr.configKeys) > 0 {
+			why += " (" + strings.Join(tr.configKeys, ", ") + ")"
+		}
+		if validNeedsConfig {
+			rec.skip(CheckValid, name, why)
+		}
+		rec.skip(CheckFuzz, name, why)
 		return tr.calls
 	}
 	// Fuzzing stops at the first hang (tr.stopped); a tool that keeps

@@ -97,8 +97,10 @@ func TestConformanceBrokenPlugins(t *testing.T) {
 		// snoop's tool tries everything, but inside the sandbox nothing
 		// works: the kit only warns about the imports that cannot work.
 		"snoop": {"warning sandbox.reach"},
-		// A plain Extism MCP plugin: no outputSchema, unknown fields allowed.
-		"rawpdk":  {"error surface.output_schema/raw_upper", "warning surface.unknown_fields/raw_upper"},
+		// A plain Extism MCP plugin, held to the base profile: no
+		// outputSchema and unknown fields allowed are plugboard's house
+		// rules, advice for it.
+		"rawpdk":  {"advice surface.output_schema/raw_upper", "advice surface.unknown_fields/raw_upper"},
 		"stale":   {"error abi.manifest_section"},
 		"notwasm": {"error abi.wasm"},
 	}
@@ -115,8 +117,30 @@ func TestConformanceBrokenPlugins(t *testing.T) {
 			t.Errorf("%s: failed checks\n got  %q\n want %q\n%s", name, g, w, text.String())
 		}
 	}
-	if rep.OK {
-		t.Error("report OK despite errors")
+	if rep.OK || rep.Verdict != conformance.VerdictBroken || rep.ExitCode != conformance.ExitBroken {
+		t.Errorf("report ok %v, verdict %q, exit code %d despite errors", rep.OK, rep.Verdict, rep.ExitCode)
+	}
+	// The verdicts a person would give: the SDK plugins held to the house
+	// rules, rawpdk working (its advice is not a failure), the rest broken
+	// for what their first error says.
+	for name, want := range map[string]conformance.VerdictKind{
+		"badsurface": conformance.VerdictBroken, "fragile": conformance.VerdictBroken, "snoop": conformance.VerdictAdvice,
+		"rawpdk": conformance.VerdictAdvice, "stale": conformance.VerdictBroken, "notwasm": conformance.VerdictBroken,
+	} {
+		p := got[name]
+		if p == nil || p.Verdict.Kind != want {
+			t.Errorf("%s: verdict %+v, want %s", name, p.Verdict, want)
+			continue
+		}
+		if want == conformance.VerdictBroken && !strings.HasPrefix(p.Verdict.Text, "broken: ") {
+			t.Errorf("%s: verdict text %q does not say why", name, p.Verdict.Text)
+		}
+	}
+	for name, profile := range map[string]conformance.Profile{"badsurface": conformance.ProfileHouse, "fragile": conformance.ProfileHouse,
+		"snoop": conformance.ProfileHouse, "rawpdk": conformance.ProfileBase} {
+		if p := got[name]; p.Profile != profile {
+			t.Errorf("%s: profile %q (%s), want %q", name, p.Profile, p.ProfileReason, profile)
+		}
 	}
 
 	// Every failure says how to fix it.

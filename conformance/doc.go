@@ -1,14 +1,79 @@
 // Package conformance owns checking a plugin against the ABI and the
 // agent-UX rules: it takes any .wasm plugin, first-party or not, and reports
 // every check it passes or fails, each failure with what is wrong and how to
-// fix it. It must not modify plugins or serve traffic: it reads the file,
-// runs it in a host engine of its own with a throwaway data directory and no
-// task board (board calls answer unavailable, which is an envelope like any
-// other), and writes a report.
+// fix it, and a verdict. It must not modify plugins or serve traffic: it
+// reads the file, runs it in a host engine of its own with a throwaway data
+// directory and no task board (board calls answer unavailable, which is an
+// envelope like any other), and writes a report.
 //
-// `plugboard conformance [--json | --junit FILE] [--strict] PLUGIN.wasm…`
-// is its command; [Checks] lists every check with its id, severity and what
-// it verifies. The checks come in four groups:
+// `plugboard conformance [--json | --junit FILE] [--strict] [--profile P]
+// [--config FILE] PLUGIN.wasm…` is its command; [Checks] lists every check
+// with its id, severity, profile and what it verifies.
+//
+// # Profiles
+//
+// What every MCP plugin must do is the base profile: load under the ABI it
+// declares, list its tools, answer calls with valid MCP results, respect
+// its schemas, behave under the sandbox. plugboard's agent-UX house rules —
+// the Use when / Required / Optional / Next / Avoid description template,
+// an outputSchema, a description on every field, declared rules, closed
+// input schemas, an embedded manifest, a declared ABI version — are the
+// house profile (Check.Profile, Result.Profile). A plugin held to the base
+// profile gets every failed house rule as advice (SeverityAdvice), which
+// never fails a run, --strict included, with a fix any PDK can apply; one
+// held to the house profile gets them as the errors and warnings they are.
+// --profile auto, the default, holds a plugin written for plugboard to the
+// house rules — one built with plugboard's SDK (it exports the
+// plugboard_buffer/plugboard_call pair), one importing plugboard:host/v1,
+// or one whose describe declares an abi — and any other to the base; the
+// abi `plugboard plugin build` records in a section does not count, since
+// it records one for foreign plugins too. --profile house or base forces
+// either. First-party plugins are held to the house profile, and pass it
+// (firstparty_test.go).
+//
+// # Shapes
+//
+// The kit says which kind of module it saw (PluginReport.Shape, ShapeOf,
+// which `plugboard plugin inspect` shares): a plugboard SDK plugin, an
+// Extism MCP servlet (v1: describe and call), a hyper-mcp v2 plugin
+// (list_tools and call_tool), or a plain Extism module; whether it is a
+// command module (_start exported) or a reactor (_initialize); and the
+// toolchain its producers section names. A command module is not refused:
+// the runtime instantiates every module running _initialize alone, never
+// _start, and calls the exports directly, so a command module works when
+// its exports work without _start (TinyGo's //export functions can: see
+// testdata/plugins/cmdmodule/tinystyle for the shape). Go's do not: Go
+// initialises its runtime only in _start, which runs main and then exits,
+// closing the instance, so every export traps — which abi.describe
+// reports in those words, with the fix (-buildmode=c-shared), as inspect
+// does and as serve's log shows.
+//
+// # Verdicts, settings and exit statuses
+//
+// Each plugin gets a Verdict: works; works with advice (warnings or
+// advice); needs configuration: KEY (behaviour.config — a call stopped for
+// a configuration value the operator has not set, which the host knows
+// from the runtime's record of config_get misses and reports in the
+// envelope: details.missing_config, and code unavailable with the
+// plugin's own in details.plugin_code; the tool's fuzzing then waits);
+// or broken: the first error (with --strict, a warning too). The run's
+// verdict is the worst, and `plugboard conformance` exits with
+// Report.ExitCode: 0 works, 1 broken, 2 misuse (flags, no plugin, a
+// configuration file that does not load), 3 needs configuration. JSON
+// (Report.WriteJSON) and JUnit XML (WriteJUnit: the verdict, shape and
+// profile as each suite's properties, behaviour.config failures of type
+// needs_configuration) carry the same.
+//
+// --config FILE (default $PLUGBOARD_CONFIG, as serve) gives the plugins the
+// plugins.settings serve would — values from the environment and secret
+// files resolved by host/config, converted by serve's own code
+// (host.LoadSettings) and bound by the registry (plugin.LoadDirWith) —
+// except the names tools are served under, which are the deployment's:
+// the kit checks every tool under its manifest's name. Like serve, the kit
+// describes a plugin without its settings, so a plugin whose describe
+// needs configuration is broken, not waiting for it.
+//
+// The checks come in four groups:
 //
 //   - abi.*: the module's exports, its imports (each one linked for real
 //     against the host's engine, so only functions the runtime provides, with

@@ -14,7 +14,9 @@ import (
 
 // TestConformanceFirstParty runs the kit on every first-party plugin (each
 // folder of plugins/ but internal) and fails on any error-severity check,
-// so `make test` keeps the shipped plugins conformant. Warnings are logged.
+// so `make test` keeps the shipped plugins conformant to the house
+// profile, which they are held to as plugins built with the SDK. Warnings
+// are logged.
 func TestConformanceFirstParty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds plugins")
@@ -56,6 +58,12 @@ func TestConformanceFirstParty(t *testing.T) {
 		t.Logf("warnings:\n%s", text.String())
 	}
 	for _, p := range rep.Plugins {
+		// Every first-party plugin is built with the SDK, so the kit holds
+		// it to the house rules (--profile auto), and it passes them.
+		if p.Profile != conformance.ProfileHouse || p.Shape == nil || p.Shape.Interface != conformance.InterfacePlugboard ||
+			(p.Verdict.Kind != conformance.VerdictWorks && p.Verdict.Kind != conformance.VerdictAdvice) {
+			t.Errorf("%s: profile %q, shape %+v, verdict %+v: want the house profile, plugboard's SDK, works", p.File, p.Profile, p.Shape, p.Verdict)
+		}
 		// The kit must really have exercised each plugin: no check skipped
 		// (a skip means an earlier stage failed), and calls made.
 		if p.Skipped > 0 || p.Calls == 0 || len(p.Tools) == 0 {

@@ -39,8 +39,18 @@ type Options struct {
 	CallTimeout time.Duration
 	// Parallel is how many plugins are checked at once; 0 means GOMAXPROCS.
 	Parallel int
-	// Strict makes warnings fail the run.
+	// Strict makes warnings fail the run (advice never does).
 	Strict bool
+	// Profile is the rules each plugin is held to: ProfileAuto ("" too)
+	// holds a plugin written for plugboard to the house rules and any
+	// other to the base only, with the house rules as advice.
+	Profile Profile
+	// Settings are the operator's settings of each plugin by the name the
+	// host serves it under (plugins.settings, as host.LoadSettings makes
+	// them), which the plugin's calls run with as under serve; Config
+	// names the file they came from, for the report.
+	Settings map[string]plugin.Settings
+	Config   string
 	// Progress, if set, is called once per plugin as its checks finish
 	// (never concurrently).
 	Progress func(*PluginReport)
@@ -61,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = goruntime.GOMAXPROCS(0)
+	}
+	if o.Profile == "" {
+		o.Profile = ProfileAuto
 	}
 	return o
 }
@@ -139,7 +152,7 @@ func Run(ctx context.Context, paths []string, opts Options) (*Report, error) {
 	}
 	defer k.Close(context.WithoutCancel(ctx))
 	o := k.opts
-	rep := &Report{ABI: abi.Version, Seed: o.Seed, Fuzz: o.Fuzz, Plugins: make([]PluginReport, len(paths))}
+	rep := &Report{ABI: abi.Version, Seed: o.Seed, Fuzz: o.Fuzz, Profile: o.Profile, Config: o.Config, Plugins: make([]PluginReport, len(paths))}
 	sem := make(chan struct{}, o.Parallel)
 	var wg sync.WaitGroup
 	var progressMu sync.Mutex
@@ -209,8 +222,12 @@ func (k *Kit) sandbox(ctx context.Context) ([]probeResult, error) {
 func (k *Kit) CheckFile(ctx context.Context, path string) *PluginReport {
 	start := time.Now()
 	pr := &PluginReport{File: path, Tools: []string{}}
+	if k.opts.Profile != ProfileAuto {
+		pr.Profile = k.opts.Profile
+	}
 	rec := newRecorder()
 	defer func() {
+		applyProfile(rec.results, pr.Profile)
 		pr.Results = rec.results
 		pr.duration = time.Since(start)
 	}()
@@ -242,6 +259,9 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		return
 	}
 	rec.pass(CheckWasm, "")
+	shape := ShapeOf(info)
+	pr.Shape = &shape
+	rec.sdk = shape.Interface == InterfacePlugboard
 	// A hyper-mcp v2 plugin is checked through the interface the host
 	// serves it by (see checkExports, the describe step, checkSection and
 	// abi.version below); every other check is the same for it.
@@ -283,16 +303,21 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		if err == nil {
 			err = json.Unmarshal(out, &m)
 		}
-		switch {
-		case err != nil && hyper:
-			rec.fail(CheckDescribe, "", "listing the tools failed (a hyper-mcp v2 plugin's lists stand for describe): "+err.Error(),
-				"list_tools must output MCP's tools/list result ({\"tools\": [...]}) and return 0")
-		case err != nil:
-			rec.fail(CheckDescribe, "", "describe failed: "+err.Error(),
-				"describe must output the manifest JSON ({\"tools\": [...]}) and return 0; the SDK's describe does")
-		default:
+		if err != nil {
+			describeFailed(rec, err, shape, hyper)
+		} else {
 			described = out
 			rec.pass(CheckDescribe, "")
+		}
+	}
+	// The profile, now that describe has said whether it declares
+	// plugboard's ABI: every check that follows may be a house rule.
+	if pr.Profile == "" {
+		if why := houseReason(shape, mod, described); why != "" {
+			pr.Profile, pr.ProfileReason = ProfileHouse, why
+		} else {
+			pr.Profile, pr.ProfileReason = ProfileBase, "not written for plugboard (not built with its SDK, no import of its host "+
+				"functions, no plugboard ABI in describe)"
 		}
 	}
 
@@ -344,9 +369,14 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 			// checked as any plugin's.
 			rec.notApplicable(CheckVersion, "", "not applicable to a hyper-mcp v2 plugin: its manifest is made of its lists, "+
 				"which carry no ABI version; the host serves it through its v2 exports whatever plugboard's ABI")
+		case man.ABI <= 0 && pr.Profile != ProfileHouse:
+			// No ABI version is the Extism MCP interface itself, which the
+			// host serves as ABI 1: nothing for a foreign plugin to fix.
+			rec.notApplicable(CheckVersion, "", "not applicable to an Extism MCP plugin: its manifest names no plugboard ABI version, "+
+				"and the host serves it as the Extism MCP interface (ABI 1)")
 		case man.ABI <= 0:
-			rec.warn(CheckVersion, "", "the manifest declares no abi: the host treats it as an Extism MCP plugin of ABI 1",
-				buildFix+"(it records abi "+fmt.Sprint(abi.Version)+")")
+			rec.house(CheckVersion, "", "the manifest declares no abi: the host treats it as an Extism MCP plugin of ABI 1",
+				rec.fix(fmt.Sprintf(`declare "abi": %d in the manifest describe returns`, abi.Version), "`plugboard plugin build` records it"))
 		default:
 			rec.pass(CheckVersion, "")
 		}
@@ -381,6 +411,43 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		surfaces = append(surfaces, checkTool(rec, t, seen))
 	}
 	k.behaviour(ctx, path, pr, rec, surfaces, instantiated && man.Validate() == nil)
+}
+
+// describeFailed records why describe (a v2 plugin's lists) failed, in the
+// terms that fit: configuration the host never gives describe, a module
+// whose shape explains the trap, or the error itself.
+func describeFailed(rec *recorder, err error, shape Shape, hyper bool) {
+	what := "describe"
+	if hyper {
+		what = "listing the tools (a hyper-mcp v2 plugin's lists stand for describe)"
+	}
+	var env *abi.Envelope
+	errors.As(err, &env)
+	if keys, config := missingConfig(env, true); config {
+		// The registry describes a module when it loads it, before any call
+		// and without its settings (registry.describeCached), so no
+		// configuration makes serve list such a plugin: it is broken, not
+		// waiting for configuration.
+		named := ""
+		if len(keys) > 0 {
+			named = " (" + strings.Join(keys, ", ") + ")"
+		}
+		rec.fail(CheckDescribe, "", what+" stopped for configuration"+named+": the host lists a plugin's tools when it loads it, "+
+			"before any call and without its settings, so serve cannot list this plugin whatever its configuration",
+			"answer describe or list_tools without reading configuration; read it in the tool calls, and fail those naming the key")
+		return
+	}
+	if why, fix := shape.Diagnose(err); why != "" {
+		rec.fail(CheckDescribe, "", what+" failed: "+why, fix)
+		return
+	}
+	if hyper {
+		rec.fail(CheckDescribe, "", what+" failed: "+err.Error(),
+			"list_tools must output MCP's tools/list result ({\"tools\": [...]}) and return 0")
+		return
+	}
+	rec.fail(CheckDescribe, "", "describe failed: "+err.Error(),
+		rec.fix("describe must output the manifest JSON ({\"tools\": [...]}) and return 0", "the SDK's describe does"))
 }
 
 // behaviour loads the plugin into a plugin.Set of its own (the registry and
@@ -421,8 +488,8 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 	// No retries: the kit judges each answer the plugin gives, and without
 	// a board every board call answers unavailable (retryable), which the
 	// host would otherwise run four times with backoff.
-	set, err := plugin.LoadDir(ctx, k.eng, dir, plugin.LoadOptions{DataDir: dir, DescribeTimeout: describeTimeout,
-		CallTimeout: k.opts.CallTimeout, NoRetry: true, Conditions: abi.Conditions()})
+	set, err := plugin.LoadDirWith(ctx, k.eng, dir, plugin.LoadOptions{DataDir: dir, DescribeTimeout: describeTimeout,
+		CallTimeout: k.opts.CallTimeout, NoRetry: true, Conditions: abi.Conditions()}, k.settings())
 	if err != nil {
 		skip("skipped: " + err.Error())
 		return
@@ -439,6 +506,32 @@ func (k *Kit) behaviour(ctx context.Context, path string, pr *PluginReport, rec 
 			}
 			continue
 		}
-		pr.Calls += runBehaviour(ctx, set, rec, ts, &k.opts, func() { k.busy.Store(true) })
+		pr.Calls += runBehaviour(ctx, set, rec, ts, &k.opts, *pr.Shape, pr.Profile == ProfileHouse, k.callTimeout(pr.Plugin), func() { k.busy.Store(true) })
 	}
+}
+
+// settings are the operator's settings the plugins run with: serve's,
+// but for the names tools are served under (prefix, skip, rename), which
+// are the deployment's choice, not the plugin's — the kit checks every
+// tool under the name its manifest gives it.
+func (k *Kit) settings() map[string]plugin.Settings {
+	if len(k.opts.Settings) == 0 {
+		return nil
+	}
+	out := make(map[string]plugin.Settings, len(k.opts.Settings))
+	for name, s := range k.opts.Settings {
+		s.Prefix, s.Skip, s.Rename = "", nil, nil
+		out[name] = s
+	}
+	return out
+}
+
+// callTimeout is the deadline the host gives the plugin's calls whose
+// tool declares none: its settings' call_timeout, which replaces the
+// host's and caps the tools' own (dispatch), else the kit's.
+func (k *Kit) callTimeout(name string) time.Duration {
+	if s, ok := k.opts.Settings[name]; ok && s.CallTimeout > 0 {
+		return s.CallTimeout
+	}
+	return k.opts.CallTimeout
 }

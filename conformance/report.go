@@ -43,11 +43,19 @@ type Result struct {
 	// Occurrences counts the problems found, repeats of the same one
 	// included (a fuzzed crash found by many instances, say).
 	Occurrences int `json:"occurrences,omitempty"`
+	// Profile is the profile whose rule this is: base (every MCP plugin)
+	// or house (plugboard's agent-UX rules, advice for a plugin not held
+	// to them).
+	Profile Profile `json:"profile"`
+
+	// keys are the configuration keys a behaviour.config failure names.
+	keys []string
 }
 
-// Failed reports whether the result fails the run.
+// Failed reports whether the result fails the run: an error, or a warning
+// under strict. Advice never does.
 func (r *Result) Failed(strict bool) bool {
-	return r.Status == StatusFail && (r.Severity == SeverityError || strict)
+	return r.Status == StatusFail && (r.Severity == SeverityError || r.Severity == SeverityWarning && strict)
 }
 
 // PluginReport is every check on one plugin file.
@@ -56,7 +64,15 @@ type PluginReport struct {
 	// HyperV2 is true for a plugin speaking hyper-mcp's v2 interface
 	// (list_tools and call_tool, no describe), which the kit checks through
 	// that interface: see the results of status not_applicable.
-	HyperV2    bool     `json:"hyper_v2,omitempty"`
+	HyperV2 bool `json:"hyper_v2,omitempty"`
+	// Shape is what kind of module the kit saw (nil: not a module).
+	Shape *Shape `json:"shape,omitempty"`
+	// Profile is the profile the plugin was held to, and ProfileReason
+	// why (with --profile auto).
+	Profile       Profile `json:"profile,omitempty"`
+	ProfileReason string  `json:"profile_reason,omitempty"`
+	// Verdict is what a person would say of it.
+	Verdict    Verdict  `json:"verdict"`
 	Plugin     string   `json:"plugin,omitempty"`
 	Version    string   `json:"version,omitempty"`
 	Tools      []string `json:"tools"`
@@ -66,7 +82,9 @@ type PluginReport struct {
 	Checks   int `json:"checks"`
 	Errors   int `json:"errors"`
 	Warnings int `json:"warnings"`
-	Skipped  int `json:"skipped"`
+	// Advice counts house rules a plugin not held to them misses.
+	Advice  int `json:"advice"`
+	Skipped int `json:"skipped"`
 	// NotApplicable counts the results of status not_applicable.
 	NotApplicable int      `json:"not_applicable"`
 	OK            bool     `json:"ok"`
@@ -77,47 +95,74 @@ type PluginReport struct {
 
 // Report is the outcome of a kit run.
 type Report struct {
-	ABI      int            `json:"abi"`
-	Seed     int64          `json:"seed"`
-	Fuzz     int            `json:"fuzz"`
-	Strict   bool           `json:"strict"`
-	OK       bool           `json:"ok"`
+	ABI    int   `json:"abi"`
+	Seed   int64 `json:"seed"`
+	Fuzz   int   `json:"fuzz"`
+	Strict bool  `json:"strict"`
+	// Profile is the --profile asked for (auto: each plugin's own).
+	Profile Profile `json:"profile"`
+	// Config is the configuration file whose plugins.settings the plugins
+	// ran with ("" : none, as serve without one).
+	Config string `json:"config,omitempty"`
+	// OK: every plugin works (advice, and warnings unless strict, allowed).
+	OK bool `json:"ok"`
+	// Verdict is the worst plugin's, and ExitCode the command's exit
+	// status for it (ExitWorks, ExitBroken, ExitNeedsConfig).
+	Verdict  VerdictKind    `json:"verdict"`
+	ExitCode int            `json:"exit_code"`
 	Checks   int            `json:"checks"`
 	Errors   int            `json:"errors"`
 	Warnings int            `json:"warnings"`
+	Advice   int            `json:"advice"`
 	Plugins  []PluginReport `json:"plugins"`
 }
 
-// finish counts the results and decides OK.
+// finish counts the results and decides the verdict.
 func (p *PluginReport) finish(strict bool) {
-	p.Checks, p.Errors, p.Warnings, p.Skipped, p.NotApplicable = len(p.Results), 0, 0, 0, 0
+	p.Checks, p.Errors, p.Warnings, p.Advice, p.Skipped, p.NotApplicable = len(p.Results), 0, 0, 0, 0, 0
 	for _, r := range p.Results {
 		switch {
 		case r.Status == StatusSkip:
 			p.Skipped++
 		case r.Status == StatusNotApplicable:
 			p.NotApplicable++
-		case r.Status == StatusFail && r.Severity == SeverityError:
+		case r.Status != StatusFail:
+		case r.Severity == SeverityError:
 			p.Errors++
-		case r.Status == StatusFail:
+		case r.Severity == SeverityAdvice:
+			p.Advice++
+		default:
 			p.Warnings++
 		}
 	}
-	p.OK = p.Errors == 0 && (!strict || p.Warnings == 0)
+	p.Verdict = p.verdict(strict)
+	p.OK = p.Verdict.Kind.rank() <= VerdictAdvice.rank()
 	p.DurationMS = p.duration.Milliseconds()
 }
 
 // Finish recomputes the totals, with warnings failing the run when strict.
 func (r *Report) Finish(strict bool) {
 	r.Strict = strict
-	r.OK, r.Checks, r.Errors, r.Warnings = true, 0, 0, 0
+	r.OK, r.Checks, r.Errors, r.Warnings, r.Advice, r.Verdict = true, 0, 0, 0, 0, VerdictWorks
 	for i := range r.Plugins {
 		p := &r.Plugins[i]
 		p.finish(strict)
 		r.Checks += p.Checks
 		r.Errors += p.Errors
 		r.Warnings += p.Warnings
+		r.Advice += p.Advice
 		r.OK = r.OK && p.OK
+		if p.Verdict.Kind.rank() > r.Verdict.rank() {
+			r.Verdict = p.Verdict.Kind
+		}
+	}
+	switch r.Verdict {
+	case VerdictBroken:
+		r.ExitCode = ExitBroken
+	case VerdictNeedsConfig:
+		r.ExitCode = ExitNeedsConfig
+	default:
+		r.ExitCode = ExitWorks
 	}
 }
 
@@ -126,6 +171,18 @@ type recorder struct {
 	results []Result
 	index   map[[2]string]int
 	keys    map[[3]string]bool
+	// sdk: the plugin was built with plugboard's SDK, so fixes may name
+	// the SDK's helpers (recorder.fix).
+	sdk bool
+}
+
+// fix is a fix that works with any PDK, followed for a plugin built with
+// plugboard's SDK by how the SDK does it.
+func (r *recorder) fix(anyPDK, withSDK string) string {
+	if r.sdk && withSDK != "" {
+		return anyPDK + " (with plugboard's SDK: " + withSDK + ")"
+	}
+	return anyPDK
 }
 
 func newRecorder() *recorder {
@@ -142,7 +199,11 @@ func (r *recorder) get(id, tool string) *Result {
 		}
 		i = len(r.results)
 		r.index[k] = i
-		r.results = append(r.results, Result{ID: id, Tool: tool, Severity: c.Severity, Status: StatusPass})
+		profile := ProfileBase
+		if houseChecks[id] {
+			profile = ProfileHouse
+		}
+		r.results = append(r.results, Result{ID: id, Tool: tool, Severity: c.Severity, Status: StatusPass, Profile: profile})
 	}
 	return &r.results[i]
 }
@@ -159,6 +220,25 @@ func (r *recorder) fail(id, tool, message, fix string) {
 // warn records a problem as a warning whatever the check's severity.
 func (r *recorder) warn(id, tool, message, fix string) {
 	r.problem(id, tool, SeverityWarning, message, fix)
+}
+
+// house records a warning that only plugboard's house rules ask for, in a
+// check whose other failures are base rules.
+func (r *recorder) house(id, tool, message, fix string) {
+	r.problem(id, tool, SeverityWarning, message, fix)
+	r.get(id, tool).Profile = ProfileHouse
+}
+
+// needsConfig records that a call stopped for configuration the operator
+// has not set (keys: those the host names, possibly none).
+func (r *recorder) needsConfig(tool string, keys []string, message, fix string) {
+	r.failOnce(CheckConfig, tool, strings.Join(keys, "\x00"), message, fix)
+	res := r.get(CheckConfig, tool)
+	for _, k := range keys {
+		if !slices.Contains(res.keys, k) {
+			res.keys = append(res.keys, k)
+		}
+	}
 }
 
 // failOnce records a problem unless one with the same key was recorded for
@@ -233,10 +313,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteText writes the human report: plugins with failures first, each
-// failure with its fix (errors before warnings) and each check that does
-// not apply with why, then one line per plugin that passed, then the
-// totals.
+// WriteText writes the human report: plugins by verdict, broken first,
+// each with its verdict, shape and profile, every failure with its fix
+// (errors, then warnings, then advice) and each check that does not apply
+// with why; then the totals.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	order := make([]int, len(r.Plugins))
@@ -250,8 +330,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		p := &r.Plugins[i]
 		failed := failures(p)
 		status := "ok  "
-		if !p.OK {
+		switch p.Verdict.Kind {
+		case VerdictBroken:
 			status = "FAIL"
+		case VerdictNeedsConfig:
+			status = "CONF"
 		}
 		fmt.Fprintf(&b, "%s  %s", status, filepath.Base(p.File))
 		iface := ""
@@ -264,6 +347,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " (%s)", iface[2:])
 		}
 		fmt.Fprintf(&b, ": %s, %s, %s", plural(p.Checks, "check"), plural(p.Errors, "error"), plural(p.Warnings, "warning"))
+		if p.Advice > 0 {
+			fmt.Fprintf(&b, ", %d advice", p.Advice)
+		}
 		if p.Skipped > 0 {
 			fmt.Fprintf(&b, ", %d skipped", p.Skipped)
 		}
@@ -271,6 +357,17 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, ", %d not applicable", p.NotApplicable)
 		}
 		b.WriteString("\n")
+		fmt.Fprintf(&b, "  verdict: %s\n", p.Verdict.Text)
+		if len(p.Verdict.Settings) > 0 {
+			fmt.Fprintf(&b, "           set %s in a configuration file and pass it with --config FILE, as serve would read it\n",
+				strings.Join(p.Verdict.Settings, " and "))
+		}
+		if p.Shape != nil {
+			fmt.Fprintf(&b, "  shape:   %s\n", p.Shape.Text)
+		}
+		if p.Profile != "" {
+			fmt.Fprintf(&b, "  profile: %s\n", profileLine(p))
+		}
 		for _, res := range failed {
 			where := ""
 			if res.Tool != "" {
@@ -288,7 +385,6 @@ func (r *Report) WriteText(w io.Writer) error {
 				fmt.Fprintf(&b, "  %-7s  %-32s   fix: %s\n", "", "", res.Fix)
 			}
 		}
-		na := 0
 		for _, res := range p.Results {
 			if res.Status == StatusNotApplicable {
 				where := ""
@@ -296,34 +392,45 @@ func (r *Report) WriteText(w io.Writer) error {
 					where = res.Tool + ": "
 				}
 				fmt.Fprintf(&b, "  %-7s  %-32s %s%s\n", "n/a", res.ID, where, res.Message)
-				na++
 			}
 		}
-		if len(failed) > 0 || na > 0 {
-			b.WriteString("\n")
-		}
+		b.WriteString("\n")
 	}
 	verdict := "ok"
-	if !r.OK {
+	switch r.Verdict {
+	case VerdictBroken:
 		verdict = "FAIL"
+	case VerdictNeedsConfig:
+		verdict = "needs configuration"
 	}
-	fmt.Fprintf(&b, "conformance: %s, %s: %s, %s — %s\n", plural(len(r.Plugins), "plugin"), plural(r.Checks, "check"),
-		plural(r.Errors, "error"), plural(r.Warnings, "warning"), verdict)
+	fmt.Fprintf(&b, "conformance: %s, %s: %s, %s", plural(len(r.Plugins), "plugin"), plural(r.Checks, "check"),
+		plural(r.Errors, "error"), plural(r.Warnings, "warning"))
+	if r.Advice > 0 {
+		fmt.Fprintf(&b, ", %d advice", r.Advice)
+	}
+	fmt.Fprintf(&b, " — %s\n", verdict)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func failRank(p *PluginReport) int {
-	switch {
-	case p.Errors > 0:
-		return 0
-	case p.Warnings > 0:
-		return 1
+// profileLine says which profile a plugin was held to, and why.
+func profileLine(p *PluginReport) string {
+	why := p.ProfileReason
+	if why == "" {
+		why = "as --profile asked"
 	}
-	return 2
+	if p.Profile == ProfileHouse {
+		return "house (plugboard's agent-UX rules are rules): " + why
+	}
+	return "base (plugboard's agent-UX rules are advice; --profile house holds it to them): " + why
 }
 
-// failures returns the failed results, errors first, in check order.
+func failRank(p *PluginReport) int {
+	return VerdictBroken.rank() - p.Verdict.Kind.rank()
+}
+
+// failures returns the failed results, errors first, then warnings, then
+// advice, in check order.
 func failures(p *PluginReport) []Result {
 	var out []Result
 	for _, r := range p.Results {
@@ -331,15 +438,16 @@ func failures(p *PluginReport) []Result {
 			out = append(out, r)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Result) int {
-		if a.Severity == b.Severity {
+	rank := func(s Severity) int {
+		switch s {
+		case SeverityError:
 			return 0
+		case SeverityWarning:
+			return 1
 		}
-		if a.Severity == SeverityError {
-			return -1
-		}
-		return 1
-	})
+		return 2
+	}
+	slices.SortStableFunc(out, func(a, b Result) int { return rank(a.Severity) - rank(b.Severity) })
 	return out
 }
 
@@ -355,10 +463,16 @@ func plural(n int, what string) string {
 func (p *PluginReport) ProgressLine() string {
 	verdict := "ok"
 	switch {
-	case !p.OK:
+	case p.Verdict.Kind == VerdictBroken:
 		verdict = fmt.Sprintf("FAIL (%s, %s)", plural(p.Errors, "error"), plural(p.Warnings, "warning"))
+	case p.Verdict.Kind == VerdictNeedsConfig:
+		verdict = p.Verdict.Text
+	case p.Warnings > 0 && p.Advice > 0:
+		verdict = fmt.Sprintf("ok (%s, %d advice)", plural(p.Warnings, "warning"), p.Advice)
 	case p.Warnings > 0:
 		verdict = fmt.Sprintf("ok (%s)", plural(p.Warnings, "warning"))
+	case p.Advice > 0:
+		verdict = fmt.Sprintf("ok (%d advice)", p.Advice)
 	}
 	return fmt.Sprintf("%s: %s, %s … %s (%.1fs)", filepath.Base(p.File), plural(len(p.Tools), "tool"),
 		plural(p.Checks, "check"), verdict, p.duration.Seconds())
@@ -377,13 +491,20 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	File     string      `xml:"file,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name     string `xml:"name,attr"`
+	File     string `xml:"file,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
+	// Properties carry the verdict, the shape and the profile.
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -401,9 +522,12 @@ type junitMessage struct {
 }
 
 // WriteJUnit writes the report as JUnit XML. A failed check is a
-// <failure> when it fails the run (an error, or a warning under --strict);
-// other warnings are passing test cases whose <system-out> carries the
-// warning, so CI dashboards show them without failing the build.
+// <failure> when it fails the run (an error, or a warning under --strict;
+// a plugin stopping for configuration is one of type
+// needs_configuration); other warnings and advice are passing test cases
+// whose <system-out> carries them, so CI dashboards show them without
+// failing the build. Each suite's properties give the plugin's verdict
+// (verdict, verdict_text), shape and profile.
 func (r *Report) WriteJUnit(w io.Writer) error {
 	out := junitSuites{Name: "plugboard conformance"}
 	var total time.Duration
@@ -412,7 +536,11 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		if name == "" {
 			name = strings.TrimSuffix(filepath.Base(p.File), ".wasm")
 		}
-		s := junitSuite{Name: name, File: p.File, Time: seconds(p.duration)}
+		s := junitSuite{Name: name, File: p.File, Time: seconds(p.duration), Properties: []junitProperty{
+			{"verdict", string(p.Verdict.Kind)}, {"verdict_text", p.Verdict.Text}, {"profile", string(p.Profile)}}}
+		if p.Shape != nil {
+			s.Properties = append(s.Properties, junitProperty{"shape", p.Shape.Interface}, junitProperty{"shape_text", p.Shape.Text})
+		}
 		for _, res := range p.Results {
 			tc := junitCase{Name: res.ID, ClassName: "conformance." + name}
 			if res.Tool != "" {
@@ -430,10 +558,14 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 				tc.Skipped = &junitMessage{Message: res.Message}
 				s.Skipped++
 			case res.Failed(r.Strict):
-				tc.Failure = &junitMessage{Message: res.Message, Type: string(res.Severity), Text: text}
+				kind := string(res.Severity)
+				if res.ID == CheckConfig {
+					kind = string(VerdictNeedsConfig)
+				}
+				tc.Failure = &junitMessage{Message: res.Message, Type: kind, Text: text}
 				s.Failures++
 			case res.Status == StatusFail:
-				tc.SystemOut = "WARNING: " + text
+				tc.SystemOut = strings.ToUpper(string(res.Severity)) + ": " + text
 			}
 			s.Cases = append(s.Cases, tc)
 		}

@@ -52,7 +52,7 @@ func checkCapabilities(rec *recorder, m *abi.Manifest) {
 	for _, c := range m.Capabilities {
 		if !slices.Contains(known, c) {
 			rec.fail(CheckCapabilities, "", fmt.Sprintf("capability %q is not one the host knows (%s)", c, strings.Join(known, ", ")),
-				"declare only capabilities from abi (sdk.Require(abi.CapBoardRead, ...)); the host never grants an unknown one")
+				rec.fix("declare only capabilities the host knows; it never grants an unknown one", "sdk.Require(abi.CapBoardRead, ...)"))
 		}
 	}
 	rec.pass(CheckCapabilities, "")
@@ -88,7 +88,7 @@ func checkTool(rec *recorder, t *abi.Tool, seen map[string]int) *toolSurface {
 	in, err := loadSchema(t.InputSchema)
 	if err != nil {
 		rec.fail(CheckInputSchema, name, "inputSchema: "+err.Error(),
-			`give the tool an inputSchema that is a JSON Schema object with "type": "object" (the SDK infers one from the input struct)`)
+			rec.fix(`give the tool an inputSchema that is a JSON Schema object with "type": "object"`, "it infers one from the input struct"))
 		for _, id := range []string{CheckInputDescribed, CheckDescriptionFields, CheckRules, CheckRulesDeclared, CheckRootCombinator,
 			CheckUnknownFields, CheckIdempotency} {
 			rec.skip(id, name, "skipped: the inputSchema does not load")
@@ -99,8 +99,8 @@ func checkTool(rec *recorder, t *abi.Tool, seen map[string]int) *toolSurface {
 		checkDescriptionFields(rec, name, in, lines)
 		if und := undescribedFields(in.root); len(und) > 0 {
 			rec.fail(CheckInputDescribed, name, fmt.Sprintf("input fields without a description: %s", strings.Join(und, ", ")),
-				"describe every field, nested ones included: a jsonschema:\"...\" struct tag, or \"description\" in a hand-written schema; "+
-					"say what the value is, where it comes from (which tool returns it) and its default")
+				rec.fix("give every property of the inputSchema a \"description\", nested ones included, in whatever writes your tool list: "+
+					"say what the value is, where it comes from (which tool returns it) and its default", `a jsonschema:"..." struct tag`))
 		} else {
 			rec.pass(CheckInputDescribed, name)
 		}
@@ -113,7 +113,8 @@ func checkTool(rec *recorder, t *abi.Tool, seen map[string]int) *toolSurface {
 	switch {
 	case len(t.OutputSchema) == 0:
 		rec.fail(CheckOutputSchema, name, "no outputSchema is declared",
-			"declare an outputSchema (the SDK infers it from the output struct): clients validate structuredContent against it and agents read its field descriptions")
+			rec.fix("declare an outputSchema for the tool in your tool list and answer structuredContent matching it: clients validate "+
+				"structuredContent against it and agents read its field descriptions", "it infers one from the output struct"))
 		rec.skip(CheckOutputDescribed, name, "skipped: no outputSchema")
 	default:
 		out, err := loadSchema(t.OutputSchema)
@@ -130,7 +131,8 @@ func checkTool(rec *recorder, t *abi.Tool, seen map[string]int) *toolSurface {
 		rec.pass(CheckOutputSchema, name)
 		if und := undescribedFields(out.root); len(und) > 0 {
 			rec.fail(CheckOutputDescribed, name, fmt.Sprintf("output fields without a description: %s", strings.Join(und, ", ")),
-				"describe every output field, nested ones included (jsonschema struct tags): an agent reads them to use the answer")
+				rec.fix("give every property of the outputSchema a \"description\", nested ones included: an agent reads them to use the answer",
+					"jsonschema struct tags"))
 		} else {
 			rec.pass(CheckOutputDescribed, name)
 		}
@@ -288,7 +290,7 @@ func checkRoot(rec *recorder, name string, in *toolSchema) {
 	if !in.closed {
 		rec.fail(CheckUnknownFields, name, "the inputSchema accepts unknown fields (no additionalProperties: false at its root): "+
 			"a misspelt optional argument is silently ignored",
-			`add "additionalProperties": false to the root (the SDK's inferred schemas have it)`)
+			rec.fix(`add "additionalProperties": false to the inputSchema's root`, "its inferred schemas have it"))
 	} else {
 		rec.pass(CheckUnknownFields, name)
 	}
@@ -324,7 +326,9 @@ func checkRules(rec *recorder, ts *toolSurface, rules []abi.Rule) {
 		rec.fail(CheckRulesDeclared, name,
 			fmt.Sprintf("the schema's root not forbids %s together, but no rule declares it: agents get a generic invalid_argument (\"not\") instead of a precise code and hint",
 				strings.Join(names, " and ")),
-			"declare abi.Rule{AtMostOne (or ExactlyOne): the fields, Code: e.g. ambiguous_target or mixed_pagination, Hint: the fix} in ToolSpec.Rules")
+			rec.fix(`add a rule to the tool's "rules" in the manifest ({"at_most_one" or "exactly_one": the fields, "code": e.g. `+
+				`ambiguous_target, "hint": the fix}); the host then refuses such calls with that code and hint`,
+				"abi.Rule{AtMostOne: ..., Code: ..., Hint: ...} in ToolSpec.Rules"))
 	} else {
 		rec.pass(CheckRulesDeclared, name)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/internal/pluginsrc"
 	"github.com/plugboard/plugboard/host/internal/registry"
@@ -115,7 +116,33 @@ func settingsOf(s PluginSetting) registry.Settings {
 	if s.CallTimeout != nil {
 		r.CallTimeout = s.CallTimeout.D()
 	}
+	r.Functions = functionsOf(s.Tools)
 	return r
+}
+
+// functionsOf is plugins.settings.NAME.tools as the registry serves them:
+// the functions of a plain Extism module, each a tool.
+func functionsOf(tools []config.FunctionTool) []registry.Function {
+	var out []registry.Function
+	for _, t := range tools {
+		f := registry.Function{Name: t.Name, Title: t.Title, Description: t.Description, Export: t.Export,
+			InputSchema: t.InputSchema, InputField: t.InputField, Output: t.Output, OutputSchema: t.OutputSchema}
+		if a := t.Annotations; a != nil {
+			f.Annotations = &abi.Annotations{ReadOnlyHint: a.ReadOnly, DestructiveHint: a.Destructive, IdempotentHint: a.Idempotent, OpenWorldHint: a.OpenWorld}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// PlainManifest is the manifest serve makes of wasm, served as the plugin
+// name with settings s, when it is a plain Extism module (plain: it
+// exports neither describe nor call nor hyper-mcp's list_tools and
+// call_tool): the tools of plugins.settings.NAME.tools, or err, why serve
+// refuses the module (no tools described, an export it lacks). For
+// plugboard plugin inspect, which shows what serve would serve.
+func PlainManifest(name string, wasm []byte, s PluginSetting) (m *abi.Manifest, plain bool, err error) {
+	return registry.PlainManifest(name, wasm, registry.Settings{Functions: functionsOf(s.Tools)})
 }
 
 // PluginLimitSettings lists the caps a plugin with settings s runs under on

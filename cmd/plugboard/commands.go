@@ -37,8 +37,9 @@ func init() {
 			summary: "compile a Go plugin and embed its manifest",
 			setup:   pluginBuildCommand},
 		{name: "plugin inspect", usage: "FILE.wasm [--json] [--config FILE]",
-			summary: "show a plugin's manifest, imports, exports, capabilities, limits, size and sha256 (exit status 1 on problems)",
-			setup:   pluginInspectCommand},
+			summary: "show a plugin's shape (plugboard SDK, Extism MCP v1, hyper-mcp v2, command module), manifest, imports, exports, " +
+				"capabilities, limits, size and sha256 (exit status 1 on problems)",
+			setup: pluginInspectCommand},
 		{name: "plugin new", usage: "NAME [DIR] [--module PATH] [--replace-from DIR]",
 			summary: "scaffold a plugin in a module of its own (default DIR: ./NAME): go.mod, main.go with one typed tool, main_test.go, Makefile",
 			setup:   pluginNewCommand},
@@ -51,9 +52,11 @@ func init() {
 		{name: "plugin verify", usage: "[NAME]... [--config FILE]",
 			summary: "fetch every plugin with a source again and compare it with plugboard.lock (exit status 1 naming each mismatch)",
 			setup:   pluginVerifyCommand},
-		{name: "conformance", usage: "PLUGIN.wasm... [--json] [--junit FILE] [--strict] [--seed N] [--fuzz N] [--call-timeout D] [--parallel N] [--list]",
-			summary: "check plugins against the ABI and the agent-UX rules (--list: the checks)",
-			setup:   conformanceCommand},
+		{name: "conformance", usage: "PLUGIN.wasm... [--json] [--junit FILE] [--strict] [--profile auto|base|house] [--config FILE] [--seed N] [--fuzz N] " +
+			"[--call-timeout D] [--parallel N] [--list]",
+			summary: "check plugins by profile (base: what every MCP plugin must do; house: plugboard's agent-UX rules, advice for foreign plugins), " +
+				"a verdict each; exit status 0 works, 1 broken, 2 misuse, 3 needs configuration (--list: the checks)",
+			setup: conformanceCommand},
 		{name: "conformance", usage: "--scenarios PACK [PLUGIN_DIR]... [--plugins DIR]... [--run REGEX] [--json] [--junit FILE] [--parallel N] " +
 			"[--binary FILE] [--cache DIR] [--keep]",
 			summary: "run a scenario pack against live servers, each scenario on a fresh board",

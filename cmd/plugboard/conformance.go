@@ -12,14 +12,26 @@ import (
 
 	"github.com/plugboard/plugboard/conformance"
 	scenariopack "github.com/plugboard/plugboard/conformance/scenario"
+	plughost "github.com/plugboard/plugboard/host"
+	"github.com/plugboard/plugboard/host/config"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
-// conformanceCommand checks plugin files with the conformance kit.
+// conformanceCommand checks plugin files with the conformance kit. Its
+// exit status is the worst plugin's verdict (conformance.Report.ExitCode),
+// so a plugin's CI can gate on it: 0 works (with advice or warnings), 1
+// broken (with --strict: a warning too), 2 misuse, 3 needs configuration.
 func conformanceCommand(fs *flag.FlagSet) runFunc {
 	var o conformanceOptions
 	fs.BoolVar(&o.asJSON, "json", false, "print the report as JSON instead of text")
 	fs.StringVar(&o.junit, "junit", "", "also write the report as JUnit XML to this file")
-	fs.BoolVar(&o.strict, "strict", false, "fail on warnings too")
+	fs.BoolVar(&o.strict, "strict", false, "fail on warnings too (advice never fails)")
+	fs.StringVar(&o.profile, "profile", string(conformance.ProfileAuto),
+		"rules each plugin is held to: base (what every MCP plugin must do; plugboard's house rules are advice), house (those rules "+
+			"too: description template, output schemas, field descriptions), or auto: house for a plugin written for plugboard "+
+			"(built with its SDK, importing its host functions, or declaring its ABI in describe), base for any other")
+	fs.StringVar(&o.config, "config", "", "configuration file whose plugins.settings the plugins run with, as serve would run them "+
+		"(default: $"+config.EnvConfig+"; none: no settings)")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the fuzzed arguments")
 	fs.IntVar(&o.fuzz, "fuzz", conformance.DefaultFuzz, "random argument objects per tool, after the edge values (0: none)")
 	fs.DurationVar(&o.callTimeout, "call-timeout", conformance.DefaultCallTimeout, "deadline of each call (a tool's shorter timeout_ms wins)")
@@ -32,17 +44,40 @@ func conformanceCommand(fs *flag.FlagSet) runFunc {
 		if err := in.nargs(1, -1); err != nil {
 			return err
 		}
+		if !config.Given(fs)["config"] {
+			o.config = os.Getenv(config.EnvConfig)
+		}
 		return runConformance(ctx, in.args, o, in.stdout, in.stderr)
 	}
 }
 
 // conformanceOptions are the flags of a conformance check.
 type conformanceOptions struct {
-	asJSON, strict bool
-	junit          string
-	seed           int64
-	fuzz, parallel int
-	callTimeout    time.Duration
+	asJSON, strict  bool
+	junit           string
+	seed            int64
+	fuzz, parallel  int
+	callTimeout     time.Duration
+	profile, config string
+}
+
+// conformanceSettings reads the configuration file's plugins.settings and
+// turns each into what serve binds the plugin with (host.LoadSettings):
+// values from the environment and secret files are resolved by
+// config.Load, as for serve.
+func conformanceSettings(path string) (map[string]plugin.Settings, error) {
+	if path == "" {
+		return nil, nil
+	}
+	conf, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	settings := make(map[string]plugin.Settings, len(conf.Plugins.Settings))
+	for name, s := range conf.Plugins.Settings {
+		settings[name] = plughost.LoadSettings(s)
+	}
+	return settings, nil
 }
 
 // scenariosCommand runs a scenario pack against live servers (package
@@ -64,6 +99,16 @@ func runConformance(ctx context.Context, paths []string, o conformanceOptions, s
 			return usageError("%s is a directory; pass its .wasm files (e.g. %s)", p, filepath.Join(p, "*.wasm"))
 		}
 	}
+	profile, err := conformance.ParseProfile(o.profile)
+	if err != nil {
+		return usageError("--profile: %v", err)
+	}
+	settings, err := conformanceSettings(o.config)
+	if err != nil {
+		// A configuration file that does not load is the run's misuse, as
+		// for serve: no plugin was judged.
+		return &exitError{code: conformance.ExitUsage, err: err}
+	}
 	fuzzN := o.fuzz
 	if fuzzN == 0 {
 		fuzzN = -1 // Options: 0 means the default, negative none
@@ -71,6 +116,7 @@ func runConformance(ctx context.Context, paths []string, o conformanceOptions, s
 	start := time.Now()
 	rep, err := conformance.Run(ctx, paths, conformance.Options{
 		Seed: o.seed, Fuzz: fuzzN, CallTimeout: o.callTimeout, Parallel: o.parallel, Strict: o.strict,
+		Profile: profile, Settings: settings, Config: o.config,
 		Progress: func(p *conformance.PluginReport) { fmt.Fprintln(stderr, "conformance:", p.ProgressLine()) },
 	})
 	if err != nil && rep == nil {
@@ -101,8 +147,8 @@ func runConformance(ctx context.Context, paths []string, o conformanceOptions, s
 		return &exitError{code: 130, err: ctx.Err()}
 	}
 	fmt.Fprintf(stderr, "conformance: %d plugins in %.1fs\n", len(rep.Plugins), time.Since(start).Seconds())
-	if !rep.OK {
-		return &exitError{code: 1, err: errSilent}
+	if rep.ExitCode != conformance.ExitWorks {
+		return &exitError{code: rep.ExitCode, err: errSilent}
 	}
 	return nil
 }
@@ -133,7 +179,7 @@ func listChecks(w io.Writer, asJSON bool) error {
 		if c.PerTool {
 			scope = "tool"
 		}
-		fmt.Fprintf(w, "%-32s %-7s %-6s %s\n", c.ID, c.Severity, scope, wrap(c.Doc, 100, strings.Repeat(" ", 48)))
+		fmt.Fprintf(w, "%-32s %-7s %-6s %-5s %s\n", c.ID, c.Severity, scope, c.Profile, wrap(c.Doc, 100, strings.Repeat(" ", 54)))
 	}
 	return nil
 }

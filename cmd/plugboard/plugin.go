@@ -17,6 +17,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build"
+	"github.com/plugboard/plugboard/conformance"
 	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/plugin"
@@ -56,19 +57,26 @@ func pluginBuild(ctx context.Context, dir, out string, stdout io.Writer) error {
 
 // inspection is what plugin inspect reports.
 type inspection struct {
-	File           string         `json:"file"`
-	SizeBytes      int            `json:"size_bytes"`
-	SHA256         string         `json:"sha256"`
-	ManifestSource string         `json:"manifest_source"` // section | describe
-	Manifest       *abi.Manifest  `json:"manifest"`
-	Imports        []string       `json:"imports"`
-	Exports        []string       `json:"exports"`
-	Capabilities   []string       `json:"capabilities"`
-	CustomSections map[string]int `json:"custom_sections"`
+	File           string `json:"file"`
+	SizeBytes      int    `json:"size_bytes"`
+	SHA256         string `json:"sha256"`
+	ManifestSource string `json:"manifest_source"` // section | describe | list_tools (a hyper-mcp v2 plugin's lists)
+	// Shape is the kind of plugin the module is, as the conformance kit
+	// and the registry tell them apart.
+	Shape          conformance.Shape `json:"shape"`
+	Manifest       *abi.Manifest     `json:"manifest"`
+	Imports        []string          `json:"imports"`
+	Exports        []string          `json:"exports"`
+	Capabilities   []string          `json:"capabilities"`
+	CustomSections map[string]int    `json:"custom_sections"`
 	// Limits are the caps the plugin runs under by default, by the name
 	// of the plugins.settings field that sets its own.
 	Limits   map[string]int64 `json:"limits"`
 	Problems []string         `json:"problems,omitempty"`
+	// Warnings are what serve reports of the plugin without refusing it: a
+	// tool whose input schema the host cannot compile, served with its
+	// arguments left to the plugin.
+	Warnings []string `json:"warnings,omitempty"`
 	imports  []plugin.Import
 	// name is what the host serves the plugin under, and limits the caps
 	// in the order they are shown.
@@ -176,7 +184,9 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 	in.imports = info.Imports
 	for _, imp := range info.Imports {
 		in.Imports = append(in.Imports, fmt.Sprintf("%s.%s (%s)", imp.Module, imp.Name, imp.Kind))
-		if imp.Module != abi.ExtismModule && imp.Module != abi.HostModule && imp.Module != abi.WASIModule {
+		// plugin.UserModule: hyper-mcp's MCP-client functions, which the
+		// host provides too.
+		if imp.Module != abi.ExtismModule && imp.Module != abi.HostModule && imp.Module != abi.WASIModule && imp.Module != plugin.UserModule {
 			in.Problems = append(in.Problems, fmt.Sprintf("imports %s.%s from a module plugboard does not provide", imp.Module, imp.Name))
 		}
 	}
@@ -185,7 +195,18 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 		in.Exports = append(in.Exports, fmt.Sprintf("%s (%s)", e.Name, e.Kind))
 		exported[e.Name] = e.Kind == plugin.KindFunc
 	}
-	for _, need := range []string{abi.ExportDescribe, abi.ExportCall} {
+	// The exports the host calls, by the interface the module speaks
+	// (conformance.ShapeOf, the registry's rule): a hyper-mcp v2 plugin
+	// is served through list_tools and call_tool, any other through
+	// describe and call. A command module (_start) is no problem in
+	// itself: the host calls the exports without running _start, so it
+	// works when they do, which describe below finds out.
+	in.Shape = conformance.ShapeOf(info)
+	needs := []string{abi.ExportDescribe, abi.ExportCall}
+	if in.Shape.Interface == conformance.InterfaceHyperV2 {
+		needs = []string{plugin.HyperListTools, plugin.HyperCallTool}
+	}
+	for _, need := range needs {
 		if !exported[need] {
 			in.Problems = append(in.Problems, fmt.Sprintf("does not export function %q", need))
 		}
@@ -203,14 +224,33 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 		} else {
 			in.Manifest = &m
 		}
-	} else if exported[abi.ExportDescribe] {
+		// A command module's exports may trap whatever its section says
+		// (Go's runtime waits for _start, which the host never runs): ask
+		// describe, as the kit does, so inspect does not pass what serve
+		// cannot call.
+		if in.Shape.CommandModule {
+			_, _, err := build.Describe(ctx, in.name, wasm, 0)
+			if why, fix := in.Shape.Diagnose(err); why != "" {
+				in.Problems = append(in.Problems, "describe failed: "+why+"; fix: "+fix)
+			}
+		}
+	} else if hyper := in.Shape.Interface == conformance.InterfaceHyperV2; exported[abi.ExportDescribe] || hyper {
+		// build.Describe reads a v2 plugin's lists as the registry does.
 		in.ManifestSource = "describe"
+		if hyper {
+			in.ManifestSource = plugin.HyperListTools
+		}
 		m, _, err := build.Describe(ctx, strings.TrimSuffix(filepath.Base(path), ".wasm"), wasm, 0)
-		if err != nil {
+		if why, fix := in.Shape.Diagnose(err); why != "" {
+			in.Problems = append(in.Problems, in.ManifestSource+" failed: "+why+"; fix: "+fix)
+		} else if err != nil {
 			in.Problems = append(in.Problems, err.Error())
 		} else {
 			in.Manifest = m
 		}
+	}
+	if in.Manifest == nil && in.ManifestSource == "" {
+		inspectPlain(&in, wasm, conf) // a plain Extism module's tools are its settings'
 	}
 	if in.Manifest != nil {
 		if in.Manifest.Plugin.Name != "" {
@@ -225,6 +265,15 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 		in.Capabilities = in.Manifest.Capabilities
 		if err := in.Manifest.Validate(); err != nil {
 			in.Problems = append(in.Problems, err.Error())
+		}
+		// The schemas as serve compiles them, in serve's words: a refused
+		// tool is a problem, one served unchecked a warning.
+		for _, t := range in.Manifest.Tools {
+			if msg, refused := plugin.InputSchemaProblem(in.name, t.Name, t.InputSchema); refused {
+				in.Problems = append(in.Problems, msg)
+			} else if msg != "" {
+				in.Warnings = append(in.Warnings, msg)
+			}
 		}
 	}
 	if asJSON {
@@ -246,6 +295,7 @@ func printInspection(w io.Writer, in *inspection) {
 	fmt.Fprintf(w, "file:         %s\n", in.File)
 	fmt.Fprintf(w, "size:         %d bytes\n", in.SizeBytes)
 	fmt.Fprintf(w, "sha256:       %s\n", in.SHA256)
+	fmt.Fprintf(w, "shape:        %s\n", in.Shape.Text)
 	if m := in.Manifest; m != nil {
 		fmt.Fprintf(w, "plugin:       %s %s (abi %d, manifest from %s)\n", m.Plugin.Name, m.Plugin.Version, m.ABI, in.ManifestSource)
 		fmt.Fprintf(w, "capabilities: %s\n", orNone(m.Capabilities))
@@ -287,6 +337,9 @@ func printInspection(w io.Writer, in *inspection) {
 		fmt.Fprintf(w, "  %-22s %s\n", group.module, strings.Join(group.names, ", "))
 	}
 	fmt.Fprintf(w, "exports:      %s\n", orNone(in.Exports))
+	for _, p := range in.Warnings {
+		fmt.Fprintf(w, "WARNING:      %s\n", p)
+	}
 	for _, p := range in.Problems {
 		fmt.Fprintf(w, "PROBLEM:      %s\n", p)
 	}
@@ -324,4 +377,32 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// inspectPlain reports a plain Extism module — one exporting neither
+// describe nor call nor list_tools and call_tool — as serve would serve it
+// as the plugin in.name with conf's settings: the tools of its
+// plugins.settings.NAME.tools (manifest from "settings"), or the problem
+// serve would refuse it with, which says what to set, in place of the
+// exports an MCP plugin lacks.
+func inspectPlain(in *inspection, wasm []byte, conf *config.Config) {
+	var s config.PluginSetting
+	if conf != nil {
+		s = conf.Plugins.Settings[in.name]
+	}
+	m, plain, err := plughost.PlainManifest(in.name, wasm, s)
+	if !plain {
+		return
+	}
+	in.Problems = slices.DeleteFunc(in.Problems, func(p string) bool { return strings.HasPrefix(p, "does not export function ") })
+	if err != nil {
+		msg := err.Error()
+		if conf == nil {
+			msg += "; --config FILE shows the tools a configuration file describes"
+		}
+		// One line per tool at fault, as serve's log has them.
+		in.Problems = append(in.Problems, strings.Split(msg, "\n")...)
+		return
+	}
+	in.ManifestSource, in.Manifest = "settings", m
 }

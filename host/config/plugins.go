@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/plugboard/plugboard/host/internal/jsonfile"
 	"github.com/plugboard/plugboard/host/internal/pluginsrc"
 )
@@ -80,6 +82,12 @@ type PluginSetting struct {
 	// Rename serves a tool (by the plugin's name) under another name; the
 	// new name is taken as it is (no prefix).
 	Rename map[string]string `json:"rename,omitempty"`
+	// Tools serve the functions of a plain Extism module — one exporting
+	// neither describe nor call nor hyper-mcp's list_tools and call_tool,
+	// so it cannot say what tools it has — each described here (see
+	// FunctionTool). A plugin that describes its own tools is refused
+	// with this setting: which tools to serve would be ambiguous.
+	Tools []FunctionTool `json:"tools,omitempty"`
 }
 
 // AllowedPath is one host directory in a plugin's filesystem.
@@ -323,6 +331,7 @@ func checkSettings(settings map[string]PluginSetting, base string, fail failFunc
 			}
 			served[nw] = old
 		}
+		checkFunctionTools(s.Tools, at, fail)
 		settings[name] = s
 	}
 }
@@ -478,6 +487,13 @@ func settingsSummary(settings map[string]PluginSetting) string {
 		if n := len(s.Rename); n > 0 {
 			what = append(what, fmt.Sprintf("rename %d", n))
 		}
+		if n := len(s.Tools); n > 0 {
+			names := make([]string, n)
+			for i, t := range s.Tools {
+				names[i] = t.Name
+			}
+			what = append(what, fmt.Sprintf("%s (%s)", plural(n, "tool"), strings.Join(names, ", ")))
+		}
 		if len(what) == 0 {
 			what = append(what, "defaults")
 		}
@@ -528,4 +544,157 @@ func SecretSources(settings map[string]PluginSetting) (vars, files []string) {
 		}
 	}
 	return vars, files
+}
+
+// FunctionTool is one function of a plain Extism module served as an MCP
+// tool (plugins.settings.NAME.tools): what the tool is, which the module
+// cannot say; which export it calls; what that export receives as its
+// Extism input; and how its output becomes the tool's result. The host
+// checks a call's arguments against InputSchema before the function runs,
+// as for any tool, and a function that fails (a non-zero return, an
+// Extism error, a trap) answers an envelope carrying its error text.
+type FunctionTool struct {
+	// Name is the tool's name, the plugin's own (prefix, skip and rename
+	// apply to it as to any tool's).
+	Name string `json:"name"`
+	// Export is the function the tool calls (default: Name). It must take
+	// no parameters and return an i32, 0 for success — Extism's signature;
+	// the host refuses the plugin at load when the module has no such
+	// export.
+	Export string `json:"export,omitempty"`
+	// Title and Description are the tool's, as MCP clients show them; a
+	// description is required (agents choose tools by it).
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema of the tool's arguments: an object
+	// schema ("type": "object"). Required unless InputField is set.
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// InputField, when set, names one string argument whose value, as its
+	// UTF-8 bytes, is the function's input: for functions that take plain
+	// text, as most Extism examples do. Otherwise the input is the whole
+	// arguments object, as JSON. Without InputSchema the schema is that
+	// one required string; with one, it must declare the field a required
+	// string.
+	InputField string `json:"input_field,omitempty"`
+	// Output is how the function's output is read: OutputText (the
+	// default), one text item, which must be UTF-8; or OutputJSON, which
+	// must parse, and which is also the result's structuredContent when it
+	// is a JSON object.
+	Output string `json:"output,omitempty"`
+	// OutputSchema (with output "json" only) is the JSON Schema of that
+	// object, an object schema, served as the tool's outputSchema: an
+	// output that is not an object matching it is an error result rather
+	// than an answer the client would refuse.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Annotations are the tool's MCP hints.
+	Annotations *FunctionAnnotations `json:"annotations,omitempty"`
+}
+
+// FunctionAnnotations are a FunctionTool's MCP hints (readOnlyHint,
+// destructiveHint, idempotentHint, openWorldHint): hints to clients, not
+// guarantees, except that the host retries a read-only tool's call after
+// a retryable failure, as it does any tool's.
+type FunctionAnnotations struct {
+	ReadOnly    bool  `json:"read_only,omitempty"`
+	Destructive *bool `json:"destructive,omitempty"`
+	Idempotent  bool  `json:"idempotent,omitempty"`
+	OpenWorld   *bool `json:"open_world,omitempty"`
+}
+
+// The values of FunctionTool.Output.
+const (
+	OutputText = "text"
+	OutputJSON = "json"
+)
+
+// exportName is what an export name may be here: printable ASCII without
+// spaces, which every Extism PDK's function names are; anything else is
+// more likely a mistake than a module's export.
+var exportName = regexp.MustCompile(`^[!-~]{1,128}$`)
+
+// checkFunctionTools checks plugins.settings.NAME.tools: each entry a
+// tool the host can serve — a name, a description, schemas it can
+// resolve, an input it knows how to give — placing each problem at its
+// field. Whether the exports exist is the module's to say, at load.
+func checkFunctionTools(tools []FunctionTool, at func(more ...any) jsonfile.Path, fail failFunc) {
+	names := map[string]int{}
+	for i, t := range tools {
+		at := func(more ...any) jsonfile.Path { return at(append([]any{"tools", i}, more...)...) }
+		switch j, dup := names[t.Name]; {
+		case !toolName.MatchString(t.Name):
+			fail(at("name"), "tool name %q: want 1-128 of letters, digits, '_', '-' and '.'", t.Name)
+		case dup:
+			fail(at("name"), "%s is also the name of tools[%d]", t.Name, j)
+		default:
+			names[t.Name] = i
+		}
+		if t.Export != "" && !exportName.MatchString(t.Export) {
+			fail(at("export"), "export %q: want the function's export name, 1-128 printable characters without spaces", t.Export)
+		}
+		if strings.TrimSpace(t.Description) == "" {
+			fail(at("description"), "is empty; say what the tool does and when to use it (agents choose tools by it)")
+		}
+		var in *jsonschema.Schema
+		if len(t.InputSchema) > 0 {
+			var err error
+			if in, err = objectSchema(t.InputSchema); err != nil {
+				fail(at("input_schema"), "%v", err)
+			}
+		} else if t.InputField == "" {
+			fail(at(), "give input_schema (the arguments, passed to the function as JSON), or input_field (one string argument, passed as the function's input)")
+		}
+		if f := t.InputField; f != "" && in != nil {
+			p := in.Properties[f]
+			switch {
+			case p == nil:
+				fail(at("input_field"), "%q is not a property of input_schema; declare it there as a required string", f)
+			case p.Type != "string":
+				fail(at("input_field"), "input_schema declares %q as %s; the function's input is the field's text, so declare it {\"type\": \"string\"}", f, schemaType(p))
+			case !slices.Contains(in.Required, f):
+				fail(at("input_field"), "%q is not in input_schema's required; the function needs its input, so require it", f)
+			}
+		}
+		switch t.Output {
+		case "", OutputText, OutputJSON:
+		default:
+			fail(at("output"), "unknown output %q: %q (one text item, the default) or %q (parsed; an object is also structuredContent)", t.Output, OutputText, OutputJSON)
+		}
+		if len(t.OutputSchema) > 0 {
+			if t.Output != OutputJSON {
+				fail(at("output_schema"), "describes JSON output; set output to %q as well", OutputJSON)
+			} else if _, err := objectSchema(t.OutputSchema); err != nil {
+				fail(at("output_schema"), "%v", err)
+			}
+		}
+	}
+}
+
+// objectSchema reads a JSON Schema of an object, checking that it
+// resolves as the host's validation will resolve it.
+func objectSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if b := bytes.TrimSpace(raw); len(b) == 0 || b[0] != '{' {
+		return nil, errors.New(`want a JSON Schema object, such as {"type": "object", "properties": {…}}`)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("not a JSON Schema: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf(`"type" is %s; an MCP tool's schema describes a JSON object: "type": "object"`, schemaType(&s))
+	}
+	if _, err := s.Resolve(nil); err != nil {
+		return nil, fmt.Errorf("does not resolve: %v", err)
+	}
+	return &s, nil
+}
+
+// schemaType says what type a schema declares, for messages.
+func schemaType(s *jsonschema.Schema) string {
+	switch {
+	case s.Type != "":
+		return strconv.Quote(s.Type)
+	case len(s.Types) > 0:
+		return fmt.Sprintf("%q", s.Types)
+	}
+	return "no type"
 }

@@ -178,3 +178,83 @@ func TestHostPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginSettingsTools: plugins.settings.NAME.tools, the functions of a
+// plain Extism module served as tools, is read whole, and config check's
+// summary names the tools.
+func TestPluginSettingsTools(t *testing.T) {
+	c, err := Parse(filepath.Join(t.TempDir(), "pb.json"), []byte(`{"plugins": {"settings": {"plainfn": {"tools": [
+  {"name": "count_vowels", "description": "Counts the vowels of a text.", "input_field": "text", "output": "json",
+   "output_schema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+   "annotations": {"read_only": true, "idempotent": true, "open_world": false}},
+  {"name": "reversed", "export": "reverse", "title": "Reverse", "description": "Reverses a text.",
+   "input_schema": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 100}}, "required": ["text"]},
+   "input_field": "text"},
+  {"name": "echo", "description": "Echoes its arguments.", "input_schema": {"type": "object"}, "output": "text"}
+]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := c.Plugins.Settings["plainfn"].Tools
+	if len(tools) != 3 {
+		t.Fatalf("tools %+v", tools)
+	}
+	cv, rev, echo := tools[0], tools[1], tools[2]
+	if cv.Name != "count_vowels" || cv.Export != "" || cv.InputField != "text" || cv.Output != OutputJSON || len(cv.InputSchema) != 0 ||
+		!strings.Contains(string(cv.OutputSchema), `"count"`) || cv.Annotations == nil || !cv.Annotations.ReadOnly ||
+		!cv.Annotations.Idempotent || cv.Annotations.OpenWorld == nil || *cv.Annotations.OpenWorld || cv.Annotations.Destructive != nil {
+		t.Errorf("count_vowels %+v", cv)
+	}
+	if rev.Export != "reverse" || rev.Title != "Reverse" || !strings.Contains(string(rev.InputSchema), `"maxLength": 100`) {
+		t.Errorf("reversed %+v", rev)
+	}
+	if echo.Output != OutputText || echo.InputField != "" {
+		t.Errorf("echo %+v", echo)
+	}
+	if want := "plugins.settings (plainfn: 3 tools (count_vowels, reversed, echo))"; !strings.Contains(c.Summary(), want) {
+		t.Errorf("summary %s\nlacks %s", c.Summary(), want)
+	}
+}
+
+// TestPluginSettingsToolsErrors: every mistake in a tools entry is placed
+// at its field.
+func TestPluginSettingsToolsErrors(t *testing.T) {
+	dir := t.TempDir()
+	const head = `{"plugins": {"settings": {"p": {"tools": [`
+	for body, want := range map[string]string{
+		`{"name": "a b", "description": "d", "input_field": "t"}`:                                                                                                `pb.json:1:52: plugins.settings.p.tools[0].name: tool name "a b"`,
+		`{"name": "a", "description": "d", "input_field": "t"}, {"name": "a", "description": "d", "input_field": "t"}`:                                           `pb.json:1:107: plugins.settings.p.tools[1].name: a is also the name of tools[0]`,
+		`{"name": "a", "export": "b c", "description": "d", "input_field": "t"}`:                                                                                 `pb.json:1:67: plugins.settings.p.tools[0].export: export "b c"`,
+		`{"name": "a", "description": " ", "input_field": "t"}`:                                                                                                  `pb.json:1:72: plugins.settings.p.tools[0].description: is empty`,
+		`{"name": "a", "input_field": "t"}`:                                                                                                                      `pb.json:1:43: plugins.settings.p.tools[0].description: is empty`,
+		`{"name": "a", "description": "d"}`:                                                                                                                      `pb.json:1:43: plugins.settings.p.tools[0]: give input_schema`,
+		`{"name": "a", "description": "d", "input_schema": "text"}`:                                                                                              `pb.json:1:93: plugins.settings.p.tools[0].input_schema: want a JSON Schema object`,
+		`{"name": "a", "description": "d", "input_schema": {"type": "string"}}`:                                                                                  `pb.json:1:93: plugins.settings.p.tools[0].input_schema: "type" is "string"; an MCP tool's schema describes a JSON object`,
+		`{"name": "a", "description": "d", "input_schema": {"properties": {}}}`:                                                                                  `pb.json:1:93: plugins.settings.p.tools[0].input_schema: "type" is no type`,
+		`{"name": "a", "description": "d", "input_schema": {"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}}}`:                         `pb.json:1:93: plugins.settings.p.tools[0].input_schema: does not resolve`,
+		`{"name": "a", "description": "d", "input_schema": {"type": "object", "required": 5}}`:                                                                   `pb.json:1:93: plugins.settings.p.tools[0].input_schema: not a JSON Schema`,
+		`{"name": "a", "description": "d", "input_field": "t", "input_schema": {"type": "object"}}`:                                                              `pb.json:1:92: plugins.settings.p.tools[0].input_field: "t" is not a property of input_schema`,
+		`{"name": "a", "description": "d", "input_field": "t", "input_schema": {"type": "object", "properties": {"t": {"type": "integer"}}, "required": ["t"]}}`: `pb.json:1:92: plugins.settings.p.tools[0].input_field: input_schema declares "t" as "integer"`,
+		`{"name": "a", "description": "d", "input_field": "t", "input_schema": {"type": "object", "properties": {"t": {"type": "string"}}}}`:                     `pb.json:1:92: plugins.settings.p.tools[0].input_field: "t" is not in input_schema's required`,
+		`{"name": "a", "description": "d", "input_field": "t", "output": "xml"}`:                                                                                 `pb.json:1:107: plugins.settings.p.tools[0].output: unknown output "xml"`,
+		`{"name": "a", "description": "d", "input_field": "t", "output_schema": {"type": "object"}}`:                                                             `pb.json:1:114: plugins.settings.p.tools[0].output_schema: describes JSON output; set output to "json"`,
+		`{"name": "a", "description": "d", "input_field": "t", "output": "json", "output_schema": {"type": "array"}}`:                                            `pb.json:1:132: plugins.settings.p.tools[0].output_schema: "type" is "array"`,
+		`{"name": "a", "description": "d", "input_field": "t", "annotations": {"readOnlyHint": true}}`:                                                           `pb.json:1:113: plugins.settings.p.tools[0].annotations.readOnlyHint: unknown field "readOnlyHint"`,
+		`{"name": "a", "description": "d", "input_field": "t", "input": "text"}`:                                                                                 `pb.json:1:97: plugins.settings.p.tools[0].input: unknown field "input"`,
+	} {
+		_, err := Parse(filepath.Join(dir, "pb.json"), []byte(head+body+`]}}}}`))
+		if err == nil {
+			t.Errorf("%s: accepted", body)
+			continue
+		}
+		got := strings.TrimPrefix(err.Error(), dir+string(filepath.Separator))
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("%s:\n  %v\nwant it to start\n  %s", body, got, want)
+		}
+	}
+	// The tools setting on its own is fine: whether the plugin is a plain
+	// module is the module's to say, at load.
+	if _, err := Parse(filepath.Join(dir, "pb.json"), []byte(head+`{"name": "a", "description": "d", "input_field": "t"}]}}}}`)); err != nil {
+		t.Errorf("minimal entry: %v", err)
+	}
+}

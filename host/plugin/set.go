@@ -55,16 +55,7 @@ type Set struct {
 // plugin does not fail the load: its tools are not served, and Plugin's
 // error names why. Close releases the set.
 func LoadDir(ctx context.Context, eng *Engine, dir string, opts LoadOptions) (*Set, error) {
-	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: opts.DataDir, CacheKey: eng.Config().CacheKey, Engine: eng,
-		DescribeTimeout: opts.DescribeTimeout, Conditions: opts.Conditions})
-	if err != nil {
-		return nil, err
-	}
-	do := dispatch.Options{DefaultTimeout: opts.CallTimeout, MaxTimeout: opts.CallTimeout}
-	if opts.NoRetry {
-		do.Retry.Max = -1
-	}
-	return &Set{reg: reg, d: dispatch.New(reg, do)}, nil
+	return LoadDirWith(ctx, eng, dir, opts, nil)
 }
 
 // Call runs one call through the pipeline. Every failure, the host's own

@@ -142,18 +142,26 @@ func (d *Dispatcher) state(def *abi.Tool) *toolState {
 
 // SensitiveFields returns, sorted, the top-level properties of an input
 // schema marked "x-sensitive": true or "writeOnly": true.
+//
+// Each property is read on its own: a tool whose schema the host cannot
+// compile (a "required" array inside "properties", say) is still served,
+// and the properties it marks must still be masked in the decision log.
 func SensitiveFields(inputSchema json.RawMessage) []string {
 	var s struct {
-		Properties map[string]struct {
-			Sensitive bool `json:"x-sensitive"`
-			WriteOnly bool `json:"writeOnly"`
-		} `json:"properties"`
+		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	if json.Unmarshal(inputSchema, &s) != nil {
 		return nil
 	}
 	var out []string
-	for name, p := range s.Properties {
+	for name, raw := range s.Properties {
+		var p struct {
+			Sensitive bool `json:"x-sensitive"`
+			WriteOnly bool `json:"writeOnly"`
+		}
+		// A field of the wrong type leaves the others decoded: mask on
+		// whatever marks one.
+		_ = json.Unmarshal(raw, &p)
 		if p.Sensitive || p.WriteOnly {
 			out = append(out, name)
 		}
@@ -464,6 +472,9 @@ func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.D
 	// Each run starts its board operations from the first again, so a
 	// rerun finds the effects the previous run journaled.
 	ctx = idempotency.NewRun(ctx)
+	if fn, ok := tool.Plugin.Function(tool.PluginName); ok { // a plain Extism function (plain.go)
+		return d.runFunction(ctx, rt, timeout, tool, req, fn, ex)
+	}
 	// The plugin knows its tool by its manifest's name, whatever name the
 	// settings serve it under.
 	named := req
@@ -479,7 +490,7 @@ func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.D
 		export = registry.HyperCallTool
 		input, err = d.encodeHyperCall(named, requestID)
 	} else {
-		input, err = encodeRequest(ctx, named, requestID)
+		input, err = encodeRequest(ctx, named, requestID, tool.Plugin.Manifest.ABI == 0)
 	}
 	if err != nil {
 		return failed(abi.NewEnvelope(abi.CodeInternal, "encoding the call: "+err.Error(), ""))
@@ -501,6 +512,13 @@ func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.D
 			env = env.WithDetail("timeout_ms", timeout.Milliseconds())
 		}
 		env = env.WithDetail("tool", req.Tool)
+		if env.Code == abi.CodePluginFailed {
+			// A trap, panic or exit has no words of the plugin's; a failing
+			// status has the error it set, unless it set none.
+			_, status := env.Details["status"]
+			crashed := !status || strings.HasSuffix(env.Message, "without an error message")
+			env = blameConfig(tool, env, env.Message, crashed, missing())
+		}
 		return failed(env)
 	}
 	return decodeResult(tool, out, missing())
@@ -508,30 +526,44 @@ func (d *Dispatcher) run(ctx context.Context, rt *runtime.Plugin, timeout time.D
 
 // encodeRequest writes the CallRequest by hand: arguments are already JSON
 // and are copied, not re-encoded.
-func encodeRequest(ctx context.Context, req Request, requestID string) ([]byte, error) {
-	cc := abi.CallContext{RequestID: requestID, Caller: req.Caller, Progress: req.Progress != nil}
-	if dl, ok := ctx.Deadline(); ok {
-		cc.DeadlineUnixMS = dl.UnixMilli()
-	}
-	cctx, err := json.Marshal(cc)
-	if err != nil {
-		return nil, err
-	}
+//
+// A foreign plugin — its manifest declares no plugboard ABI version: an
+// Extism MCP servlet (mcp.run) or a hyper-mcp v1 plugin — gets exactly the
+// Extism MCP input, {"params":{"name","arguments"}}, as hyper-mcp sends it
+// (mcp.run adds "method":"tools/call", which the servlet schema makes
+// optional), and no "context": a strict parser, such as the one
+// xtp-zig-bindgen generates, refuses a field its schema does not declare,
+// and failed every call with error.UnknownField. The call context is
+// plugboard's addition, read only by plugins built for its ABI.
+func encodeRequest(ctx context.Context, req Request, requestID string, foreign bool) ([]byte, error) {
 	name, err := json.Marshal(req.Tool)
 	if err != nil {
 		return nil, err
 	}
 	args := req.Arguments
-	if len(args) == 0 {
+	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
+	}
+	var cctx []byte
+	if !foreign {
+		cc := abi.CallContext{RequestID: requestID, Caller: req.Caller, Progress: req.Progress != nil}
+		if dl, ok := ctx.Deadline(); ok {
+			cc.DeadlineUnixMS = dl.UnixMilli()
+		}
+		if cctx, err = json.Marshal(cc); err != nil {
+			return nil, err
+		}
 	}
 	b := make([]byte, 0, len(args)+len(name)+len(cctx)+48)
 	b = append(b, `{"params":{"name":`...)
 	b = append(b, name...)
 	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
-	b = append(b, `},"context":`...)
-	b = append(b, cctx...)
+	b = append(b, '}')
+	if !foreign {
+		b = append(b, `,"context":`...)
+		b = append(b, cctx...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -691,6 +723,9 @@ func pluginEnvelope(tool registry.Tool, cr *abi.CallResult, missing []string) (e
 	if len(cr.StructuredContent) > 0 {
 		env.Details["structured_content"] = cr.StructuredContent
 	}
+	if len(missing) > 0 {
+		return blameConfig(tool, env, strings.Join(texts, "\n"), false, missing), true
+	}
 	if keys, hint := runtime.ConfigBlame(tool.Plugin.Name(), text, missing); hint != "" {
 		env.Hint = hint
 		if len(keys) > 0 {
@@ -698,6 +733,38 @@ func pluginEnvelope(tool registry.Tool, cr *abi.CallResult, missing []string) (e
 		}
 	}
 	return env, true
+}
+
+// blameConfig judges the failure env of a call during which the plugin
+// asked config_get for keys the operator has not set (missing), by what
+// the host knows rather than by the plugin's wording (words; crashed when
+// it has none): the hint names every setting to set
+// (runtime.BlameMissingConfig). When the failure is certainly the missing
+// value's, the envelope becomes unavailable, not retryable — only the
+// operator can fix it, so neither the agent nor the host's retries should
+// try again — with the plugin's own code kept in details.plugin_code and its
+// message after the host's. env without missing keys is returned as it is.
+func blameConfig(tool registry.Tool, env *abi.Envelope, words string, crashed bool, missing []string) *abi.Envelope {
+	v, ok := runtime.BlameMissingConfig(tool.Plugin.Name(), tool.Def.Name, words, missing, crashed)
+	if !ok {
+		return env
+	}
+	details := env.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["missing_config"] = v.Keys
+	if !v.Certain {
+		env.Hint, env.Details = v.Hint, details
+		return env
+	}
+	details["plugin_code"] = env.Code
+	out := abi.NewEnvelope(abi.CodeUnavailable,
+		fmt.Sprintf("plugin %s needs configuration the operator has not set (%s): %s", tool.Plugin.Name(), strings.Join(v.Keys, ", "), env.Message),
+		v.Hint)
+	out.Retryable = false
+	out.Details = details
+	return out
 }
 
 func withDetail(m map[string]any, k string, v any) map[string]any {

@@ -70,6 +70,9 @@ type Plugin struct {
 	// called is set once a call has asked for the plugin: the warm-up then
 	// leaves its compiled module loaded.
 	called atomic.Bool
+	// plain is set for a plain Extism module, whose tools its settings
+	// describe (plain.go).
+	plain *plainModule
 }
 
 // Name is the plugin's declared name.
@@ -149,7 +152,7 @@ type Prompt struct {
 }
 
 // Problem is a plugin file that could not be served, or a tool that was
-// refused.
+// refused or is served with a fault of its own (a *SchemaProblem).
 type Problem struct {
 	Path string
 	Err  error
@@ -451,15 +454,19 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 			}
 		}
 		next[files[i]] = e
-		if e.err != nil {
+		err := e.err
+		if err == nil {
+			err = e.plugin.functionsErr() // a plain module's settings (plain.go)
+		}
+		if err != nil {
 			where := files[i]
 			if src, ok := origin[where]; ok {
 				where = src.Origin
 			}
 			if r.files[files[i]] != e {
-				r.opts.Logger.Error("plugin skipped", "path", where, "err", e.err)
+				r.opts.Logger.Error("plugin skipped", "path", where, "err", err)
 			}
-			s.problems = append(s.problems, Problem{Path: where, Err: e.err})
+			s.problems = append(s.problems, Problem{Path: where, Err: err})
 			continue
 		}
 		if src, claimed := r.opts.sourceNamed(e.plugin.Name()); claimed && e.origin == "" {
@@ -572,6 +579,9 @@ func (s *snapshot) add(p *Plugin, pinned bool, opts Options) {
 			log.Debug("tool not served: the plugin's settings skip it", "tool", pluginName, "plugin", p.Name())
 			continue
 		}
+		if !s.servable(p, pluginName, def, log) { // schemacheck.go
+			continue
+		}
 		if names[def.Name] { // two tools renamed or prefixed onto one name
 			clash.add("tool", def.Name, p)
 			continue
@@ -640,6 +650,9 @@ func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
 		wasm, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
+		}
+		if info, err := wasmfile.Parse(wasm); err == nil && isPlain(info) {
+			return loadPlain(ctx, p, path, wasm, info, opts)
 		}
 		if raw, err = describeCached(ctx, path, wasm, opts); err != nil {
 			return nil, err

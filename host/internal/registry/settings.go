@@ -36,6 +36,9 @@ type Settings struct {
 	Prefix string
 	Skip   []string
 	Rename map[string]string
+	// Functions are the tools of a plain Extism module, which the module
+	// cannot describe (plain.go).
+	Functions []Function
 }
 
 // fingerprint identifies what settings a plugin was bound with: a reload
@@ -113,6 +116,7 @@ func (p *Plugin) bind(s *Settings) *Plugin {
 		q.settings = *s
 		q.redactor = runtime.NewRedactor(s.Options.Secrets)
 	}
+	q.bindFunctions(p.plain)
 	return q
 }
 

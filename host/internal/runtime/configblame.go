@@ -150,13 +150,81 @@ var genericWord = map[string]bool{"config": true, "configuration": true, "key": 
 func configHint(plugin string, keys []string) string {
 	if len(keys) == 0 {
 		return fmt.Sprintf("the plugin %s is missing configuration only the operator can set: add the value it needs under "+
-			"plugins.settings.%s.config in the configuration file and restart the server; calling again unchanged fails the same way",
+			"plugins.settings.%s.config in the configuration file (serve applies it without a restart); calling again before that fails the same way",
 			plugin, plugin)
 	}
+	return fmt.Sprintf("the plugin %s needs configuration only the operator can set: set %s in the configuration file "+
+		"(serve applies it without a restart); calling again before that fails the same way", plugin, settingsOf(plugin, keys))
+}
+
+func settingsOf(plugin string, keys []string) string {
 	settings := make([]string, len(keys))
 	for i, k := range keys {
 		settings[i] = fmt.Sprintf("plugins.settings.%s.config.%s", plugin, k)
 	}
-	return fmt.Sprintf("the plugin %s needs configuration only the operator can set: set %s in the configuration file "+
-		"and restart the server; calling again unchanged fails the same way", plugin, strings.Join(settings, " and "))
+	return strings.Join(settings, " and ")
+}
+
+// The runtime knows, whatever a plugin says, when it asked config_get for a
+// key the operator has not set: ConfigBlame's reading of the message decides
+// nothing then. A call that fails after such a lookup names the setting in
+// its hint, always. Whether the failure is the missing value's — the
+// operator's to fix, not the agent's — is certain when the plugin crashed
+// (it has no words: a Go guest panics on the empty value it got), or its
+// message names the key or complains of configuration; otherwise the key
+// may be one the plugin probes and does without (a default time zone, an
+// optional token), and the failure the agent's arguments, so the hint says
+// both and the plugin's own code stands.
+
+// MissingConfig is the verdict on a failed call during which the plugin
+// asked config_get for keys the operator has not set.
+type MissingConfig struct {
+	// Keys are the keys blamed: those of the missing the message names,
+	// else all of them.
+	Keys []string
+	// Certain is true when the failure is the missing configuration's:
+	// the call must not be retried, by the agent or the host, until the
+	// operator sets it.
+	Certain bool
+	// Hint speaks to whoever must act, naming each setting
+	// (plugins.settings.<plugin>.config.<key>).
+	Hint string
+}
+
+// mustBeSet matches wordings of a value being required that absence does
+// not: "FOO_API_KEY config must be set", "token is needed".
+var mustBeSet = regexp.MustCompile(`(?i)\b(?:must|should|has\s+to|have\s+to|needs\s+to)\s+be\s+(?:set|provided|configured|given|specified|defined)\b|\bis\s+needed\b|\bnot\s+(?:defined|available|present)\b|\bundefined\b`)
+
+// BlameMissingConfig judges a failed call of tool during which plugin found
+// the keys missing unset (in the order asked). message is what the plugin
+// said, "" when it crashed without words of its own; crashed is true for a
+// trap, a panic or an exit. ok is false when no key was missing.
+func BlameMissingConfig(plugin, tool, message string, missing []string, crashed bool) (v MissingConfig, ok bool) {
+	if len(missing) == 0 {
+		return v, false
+	}
+	norm := func(s string) string {
+		return strings.NewReplacer("-", "", "_", "", " ", "", ".", "").Replace(strings.ToLower(s))
+	}
+	flat := norm(message)
+	for _, k := range missing {
+		if n := norm(k); n != "" && strings.Contains(flat, n) {
+			v.Keys = append(v.Keys, k)
+		}
+	}
+	named := len(v.Keys) > 0
+	if !named {
+		v.Keys = slices.Clone(missing)
+	}
+	complaint := configComplaint.MatchString(message) || envStyleUnset.MatchString(message)
+	v.Certain = crashed || message == "" || complaint ||
+		named && (absence.MatchString(message) || mustBeSet.MatchString(message))
+	if v.Certain {
+		v.Hint = configHint(plugin, v.Keys)
+	} else {
+		v.Hint = fmt.Sprintf("the plugin %s asked for configuration the operator has not set (%s): if the message is about it, "+
+			"only the operator can fix it (serve applies the setting without a restart); otherwise fix what the message names and call %s again",
+			plugin, settingsOf(plugin, v.Keys), tool)
+	}
+	return v, true
 }

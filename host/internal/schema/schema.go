@@ -48,24 +48,27 @@ func New(tool string, inputSchema json.RawMessage, rules ...abi.Rule) *Validator
 }
 
 func (v *Validator) resolve() {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(v.raw, &s); err != nil {
-		v.err = fmt.Errorf("input schema of %s is not a JSON Schema: %w", v.tool, err)
-		return
-	}
-	for name := range s.Properties {
-		v.props = append(v.props, name)
-	}
-	v.resolved, v.err = s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: false})
-	if v.err != nil {
-		v.err = fmt.Errorf("input schema of %s does not resolve: %w", v.tool, v.err)
-	}
+	v.resolved, v.props, v.err = compile(v.raw)
+}
+
+// Unchecked returns why the tool's input schema cannot be compiled (a
+// *CompileError), or nil. Such a tool's arguments are left to its plugin.
+func (v *Validator) Unchecked() error {
+	v.once.Do(v.resolve)
+	return v.err
 }
 
 // Validate checks args (raw JSON; empty means {}) and returns nil or an
 // envelope: invalid_argument or missing_required with details.field set to
 // the field path (dotted, "[]" for array items), or invalid_argument with
 // details.max_depth for arguments nesting deeper than MaxDepth.
+//
+// A schema the host cannot compile (Check) checks nothing beyond depth,
+// the arguments being an object and the mode rules: the tool is served
+// with the rest left to its plugin, which the registry reported when it
+// loaded. Failing the call instead made the tool uncallable over a fault
+// neither the agent nor a retry can fix, while the plugin, which wrote the
+// schema, reads its own arguments whatever the schema says.
 func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
 	// First, with a flat scan: every later step recurses over the
 	// arguments, and this one must not.
@@ -78,9 +81,6 @@ func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
 		return env
 	}
 	v.once.Do(v.resolve)
-	if v.err != nil {
-		return abi.NewEnvelope(abi.CodeInternal, v.err.Error(), "the plugin's schema is broken; report it to its authors")
-	}
 	var instance any = map[string]any{}
 	if len(args) > 0 && string(args) != "null" {
 		var err error
@@ -96,6 +96,9 @@ func (v *Validator) Validate(args json.RawMessage) *abi.Envelope {
 	}
 	if env := v.checkRules(obj); env != nil {
 		return env
+	}
+	if v.err != nil {
+		return nil
 	}
 	if err := v.resolved.Validate(instance); err != nil {
 		return v.explain(err)

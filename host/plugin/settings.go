@@ -1,0 +1,32 @@
+package plugin
+
+import (
+	"context"
+
+	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/registry"
+)
+
+// Settings are the operator's settings of one plugin as `plugboard serve`
+// binds them: what it is compiled with (configuration values and secrets,
+// egress, mounts, limits, state), its call timeout and the names its tools
+// are served under. host.LoadSettings makes them of a configuration file's
+// plugins.settings entry, exactly as serve does.
+type Settings = registry.Settings
+
+// LoadDirWith is LoadDir with the operator's settings of each plugin, by
+// the name the host serves it under, bound as serve binds them. The
+// conformance kit runs plugins with it, so that a plugin needing
+// configuration gets the values serve would give it.
+func LoadDirWith(ctx context.Context, eng *Engine, dir string, opts LoadOptions, settings map[string]Settings) (*Set, error) {
+	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: opts.DataDir, CacheKey: eng.Config().CacheKey, Engine: eng,
+		DescribeTimeout: opts.DescribeTimeout, Conditions: opts.Conditions, Settings: settings})
+	if err != nil {
+		return nil, err
+	}
+	do := dispatch.Options{DefaultTimeout: opts.CallTimeout, MaxTimeout: opts.CallTimeout}
+	if opts.NoRetry {
+		do.Retry.Max = -1
+	}
+	return &Set{reg: reg, d: dispatch.New(reg, do)}, nil
+}
