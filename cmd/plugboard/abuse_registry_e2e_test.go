@@ -229,6 +229,10 @@ func TestAbuseListChangedStorm(t *testing.T) {
 		if res := callTool(t, s, "user_notify_tools", map[string]any{}); res.IsError {
 			t.Fatalf("user_notify_tools: %+v", res.Content)
 		}
+		// Room for a listing to end between two calls, as on a loaded
+		// machine: the spacing must hold then too, not only while a
+		// listing is still running when the next call asks for one.
+		time.Sleep(10 * time.Millisecond)
 	}
 	stormed := time.Since(start)
 	// Let the last listing land, then count.

@@ -139,6 +139,10 @@ func (d *Dispatcher) watchLists(ctx context.Context, p *registry.Plugin) (contex
 type relisting struct {
 	mu             sync.Mutex
 	running, again bool
+	// last is when the last listing ended: the next starts no sooner
+	// than relistSpacing after it, whether it is asked for while that
+	// one runs or after.
+	last time.Time
 }
 
 func (d *Dispatcher) relist(p *registry.Plugin) {
@@ -154,6 +158,12 @@ func (d *Dispatcher) relist(p *registry.Plugin) {
 	st.mu.Unlock()
 	go func() {
 		for {
+			st.mu.Lock()
+			wait := time.Until(st.last.Add(relistSpacing))
+			st.mu.Unlock()
+			if wait > 0 {
+				time.Sleep(wait)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), d.opts.DefaultTimeout)
 			changed, err := d.reg.Refresh(ctx, p)
 			cancel()
@@ -164,6 +174,7 @@ func (d *Dispatcher) relist(p *registry.Plugin) {
 				d.opts.Logger.Debug("plugin listed again", "plugin", p.Name(), "served", changed)
 			}
 			st.mu.Lock()
+			st.last = time.Now()
 			if !st.again {
 				st.running = false
 				st.mu.Unlock()
@@ -174,7 +185,6 @@ func (d *Dispatcher) relist(p *registry.Plugin) {
 			}
 			st.again = false
 			st.mu.Unlock()
-			time.Sleep(relistSpacing)
 		}
 	}()
 }
