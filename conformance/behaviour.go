@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -123,6 +124,16 @@ func (tr *toolRunner) judge(kind callKind, what string, args []byte, res *plugin
 			call, named, env.Code, truncate(env.Message, 160)), configFix(env))
 		return
 	}
+	if setting, host, ok := egressRefused(env); ok && kind == kindValid {
+		// The host refused the plugin a request its valid call makes
+		// because the operator has not allowed the host: only the operator
+		// can fix that, as for a configuration value.
+		tr.needsConfig = true
+		tr.rec.needsSetting(name, setting, fmt.Sprintf("%s was refused its HTTP request (%s: %s)", call, env.Code, truncate(env.Message, 200)),
+			"add "+strconv.Quote(host)+" to "+setting+" in a configuration file and run the kit with --config FILE, as serve would read it "+
+				"(--http-stand-in HOST=URL sends the requests to a test server instead)")
+		return
+	}
 	if env == nil {
 		if kind == kindInvalid {
 			tr.rec.fail(CheckInvalid, name, fmt.Sprintf("%s was answered with a result, though the inputSchema refuses it", call),
@@ -234,10 +245,21 @@ func runBehaviour(ctx context.Context, set *plugin.Set, rec *recorder, ts *toolS
 	name := ts.def.Name
 	ids := []string{CheckInvalid, CheckValid, CheckOutput, CheckSize, CheckDeadline, CheckFuzz, CheckCodes}
 	if ts.in == nil {
-		for _, id := range ids {
-			rec.skip(id, name, "skipped: the inputSchema does not load")
+		why := "skipped: the inputSchema does not load"
+		if ts.unchecked {
+			// Served with its arguments left to the plugin: with no schema
+			// to derive arguments from, the kit still checks that the tool
+			// answers (a result or an envelope, no crash) to {}.
+			why = "skipped: the host cannot compile the inputSchema, so the kit cannot derive arguments from it"
+			rec.pass(CheckValid, name)
+			tr.call(ctx, kindTolerated, "an empty arguments object (the tool is served with its arguments unchecked)", []byte("{}"))
 		}
-		return 0
+		for _, id := range ids {
+			if !(ts.unchecked && id == CheckValid) {
+				rec.skip(id, name, why)
+			}
+		}
+		return tr.calls
 	}
 	for _, id := range ids {
 		rec.pass(id, name)
@@ -400,4 +422,20 @@ func capFix(limit string) string {
 		return "bound memory use by the input size, and refuse inputs too large to handle with invalid_argument"
 	}
 	return "keep requests, answers and memory use within the host's caps"
+}
+
+// egressRefused reports an envelope of the host refusing a plugin's HTTP
+// request to a host its settings do not allow, with the setting that
+// would allow it (plugins.settings.PLUGIN.allowed_hosts) and the entry to
+// add there.
+func egressRefused(env *abi.Envelope) (setting, host string, ok bool) {
+	if env == nil || env.Code != abi.CodePermissionDenied {
+		return "", "", false
+	}
+	setting, _ = env.Details["setting"].(string)
+	host, _ = env.Details["host"].(string)
+	if !strings.HasPrefix(setting, "plugins.settings.") || !strings.HasSuffix(setting, ".allowed_hosts") || host == "" {
+		return "", "", false
+	}
+	return setting, host, true
 }

@@ -71,7 +71,21 @@
 // except the names tools are served under, which are the deployment's:
 // the kit checks every tool under its manifest's name. Like serve, the kit
 // describes a plugin without its settings, so a plugin whose describe
-// needs configuration is broken, not waiting for it.
+// needs configuration is broken, not waiting for it. The file's plugins
+// section gives the limits of every plugin too (memory_limit_mib,
+// max_instances, call_timeout unless --call-timeout is given). Two more
+// settings make a plugin wait rather than fail: a plain Extism module is
+// judged by the tools plugins.settings.NAME.tools describes (the manifest
+// serve makes of them, plugin.PlainManifest), and needs configuration
+// without them; a valid call refused its HTTP request for a host not in
+// allowed_hosts needs that setting. --http-stand-in HOST=URL sends the
+// requests a plugin may make to HOST to a test server instead
+// (Options.HTTPStandIns): allowed_hosts still decide.
+//
+// An input schema the host cannot compile is judged as serve judges it
+// (plugin.InputSchemaProblem, in serve's words): a tool refused is an
+// error; one served with its arguments left to the plugin is a warning,
+// and is called with {} since no arguments can be derived.
 //
 // The checks come in four groups:
 //

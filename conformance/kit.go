@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -51,6 +52,16 @@ type Options struct {
 	// names the file they came from, for the report.
 	Settings map[string]plugin.Settings
 	Config   string
+	// MemoryLimitMiB and MaxInstances are the limits of every plugin
+	// (plugins.memory_limit_mib and plugins.max_instances, as serve
+	// takes them); 0 means the host's defaults.
+	MemoryLimitMiB uint
+	MaxInstances   int
+	// HTTPStandIns send the plugins' requests to a host (a key, with or
+	// without :port) to a test server (the URL) instead: the plugin's
+	// allowed_hosts still decide what it may reach (plugin.Config's
+	// HTTPStandIns, which only the kit sets; serve never does).
+	HTTPStandIns map[string]*url.URL
 	// Progress, if set, is called once per plugin as its checks finish
 	// (never concurrently).
 	Progress func(*PluginReport)
@@ -79,8 +90,10 @@ func (o Options) withDefaults() Options {
 }
 
 // Kit checks plugins. It owns one host engine, configured as `serve`
-// configures its own (default memory, payload and instance limits, no
-// board), and a throwaway data directory.
+// configures its own (memory and instance limits of Options, which the
+// configuration file's plugins section gives as it gives serve's, else
+// the defaults; payload limits; no board), and a throwaway data
+// directory.
 type Kit struct {
 	opts Options
 	eng  *plugin.Engine
@@ -108,7 +121,8 @@ func New(ctx context.Context, opts Options) (*Kit, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := plugin.NewEngine(ctx, plugin.Config{Logger: slog.New(slog.DiscardHandler)})
+	eng, err := plugin.NewEngine(ctx, plugin.Config{Logger: slog.New(slog.DiscardHandler),
+		MemoryLimitPages: uint32(opts.MemoryLimitMiB * 16), MaxInstances: opts.MaxInstances, HTTPStandIns: opts.HTTPStandIns})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -267,9 +281,18 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	// abi.version below); every other check is the same for it.
 	hyper := isHyperV2(mod)
 	pr.HyperV2 = hyper
+	// A plain Extism module has no MCP exports: the operator describes its
+	// tools in its settings (plugins.settings.NAME.tools), and the host
+	// serves the exports they name (checked with the manifest below).
+	plain := shape.Interface == InterfacePlain
 
 	// ABI: exports, imports (each linked against the engine), reach.
-	checkExports(rec, mod, hyper)
+	if plain {
+		rec.notApplicable(CheckExports, "", "not applicable to a plain Extism module: it has no MCP exports; the host calls the "+
+			"functions plugins.settings."+name+".tools names (abi.manifest checks them)")
+	} else {
+		checkExports(rec, mod, hyper)
+	}
 	checkImports(ctx, rec, mod, k.link)
 	checkReach(rec, mod)
 
@@ -293,7 +316,9 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	// describe's answer, or for a v2 plugin the manifest made of its lists
 	// (list_tools, and list_resources, list_resource_templates and
 	// list_prompts where exported), which stand for describe.
-	if _, ok := mod.export(abi.ExportDescribe); !(ok || hyper) || !instantiated {
+	if _, ok := mod.export(abi.ExportDescribe); plain {
+		rec.notApplicable(CheckDescribe, "", "not applicable to a plain Extism module: it cannot describe its tools; its settings do")
+	} else if !(ok || hyper) || !instantiated {
 		rec.skip(CheckDescribe, "", "skipped: no describe export or no instance")
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, describeTimeout)
@@ -324,7 +349,11 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	// The manifest the host serves: the section if there is one, else
 	// describe's answer (a v2 plugin's lists).
 	section, hasSection := info.Custom[abi.ManifestSection]
-	checkSection(rec, section, hasSection, described, name, hyper)
+	if plain {
+		rec.notApplicable(CheckManifestSection, "", "not applicable to a plain Extism module: its manifest is made of its settings")
+	} else {
+		checkSection(rec, section, hasSection, described, name, hyper)
+	}
 	served := described
 	if hasSection {
 		served = section
@@ -332,6 +361,8 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	var man abi.Manifest
 	manifestOK := false
 	switch {
+	case plain:
+		manifestOK = k.plainManifest(rec, name, wasm, &man)
 	case served == nil:
 		lister := abi.ExportDescribe
 		if hyper {
@@ -362,6 +393,9 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 		case man.ABI > abi.Version:
 			rec.fail(CheckVersion, "", fmt.Sprintf("the manifest declares abi %d; this host supports up to %d", man.ABI, abi.Version),
 				"build against the plugboard release this host runs, or upgrade the host")
+		case plain:
+			rec.notApplicable(CheckVersion, "", "not applicable to a plain Extism module: its manifest is made of its settings, "+
+				"and the host calls its functions as Extism functions")
 		case man.ABI <= 0 && hyper:
 			// hyper-mcp's v2 interface has no ABI version, and needs none: the
 			// host serves such a plugin through its exports, not by
@@ -408,9 +442,32 @@ func (k *Kit) check(ctx context.Context, path string, pr *PluginReport, rec *rec
 	for i := range man.Tools {
 		t := &man.Tools[i]
 		pr.Tools = append(pr.Tools, t.Name)
-		surfaces = append(surfaces, checkTool(rec, t, seen))
+		surfaces = append(surfaces, checkTool(rec, man.Plugin.Name, t, seen))
 	}
 	k.behaviour(ctx, path, pr, rec, surfaces, instantiated && man.Validate() == nil)
+}
+
+// plainManifest makes the manifest serve makes of a plain Extism module
+// from its settings (plugin.PlainManifest), and reports whether there is
+// one. Without tools described, the module is not broken: it waits for
+// the operator to describe them, as serve's log says.
+func (k *Kit) plainManifest(rec *recorder, name string, wasm []byte, man *abi.Manifest) bool {
+	s := k.opts.Settings[name]
+	m, _, err := plugin.PlainManifest(name, wasm, s)
+	switch {
+	case err != nil && len(s.Functions) == 0:
+		setting := "plugins.settings." + name + ".tools"
+		rec.needsSetting("", setting, err.Error(), "describe the functions to serve in "+setting+" in a configuration file and run the "+
+			"kit with --config FILE, which serves them as serve would")
+		rec.skip(CheckManifest, "", "skipped: no tools described in "+setting)
+		return false
+	case err != nil:
+		rec.fail(CheckManifest, "", err.Error(), "fix plugins.settings."+name+".tools as the message says: serve refuses the plugin until then")
+		return false
+	}
+	*man = *m
+	rec.pass(CheckManifest, "")
+	return true
 }
 
 // describeFailed records why describe (a v2 plugin's lists) failed, in the

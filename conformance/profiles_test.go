@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
 	"github.com/plugboard/plugboard/host"
@@ -207,28 +205,5 @@ func TestConformanceParseProfile(t *testing.T) {
 	}
 	if _, err := conformance.ParseProfile("strict"); err == nil {
 		t.Error("ParseProfile accepts an unknown profile")
-	}
-}
-
-// TestConformanceShapeDiagnose: a failure is explained by the module's
-// shape only when the runtime said its exports ran uninitialised.
-func TestConformanceShapeDiagnose(t *testing.T) {
-	env := abi.NewEnvelope(abi.CodePluginFailed, "plugin x failed: wasm error: unreachable", "")
-	env.Details = map[string]any{"console_tail": "runtime: wasmexport function called before runtime initialization\n\tcall _start first\n"}
-	command := conformance.Shape{Interface: conformance.InterfaceExtismMCP, CommandModule: true, Toolchain: "Go"}
-	why, fix := command.Diagnose(errors.Join(errors.New("describe"), env))
-	if !strings.Contains(why, "only by _start") || !strings.Contains(why, `"runtime: wasmexport function called before runtime initialization"`) ||
-		!strings.Contains(fix, "go build -buildmode=c-shared") {
-		t.Errorf("Go command module: %q / %q", why, fix)
-	}
-	tiny := conformance.Shape{Interface: conformance.InterfaceExtismMCP, CommandModule: true, Toolchain: "TinyGo"}
-	if _, fix := tiny.Diagnose(env); !strings.Contains(fix, "tinygo build -target wasip1 -buildmode=c-shared") {
-		t.Errorf("TinyGo fix: %q", fix)
-	}
-	if why, _ := command.Diagnose(abi.NewEnvelope(abi.CodePluginFailed, "plugin x failed: panic: index out of range", "")); why != "" {
-		t.Errorf("a panic explained by the shape: %q", why)
-	}
-	if why, _ := command.Diagnose(nil); why != "" {
-		t.Errorf("no error explained: %q", why)
 	}
 }

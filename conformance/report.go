@@ -48,8 +48,11 @@ type Result struct {
 	// to them).
 	Profile Profile `json:"profile"`
 
-	// keys are the configuration keys a behaviour.config failure names.
-	keys []string
+	// keys are the configuration keys a behaviour.config failure names;
+	// settings, other settings it names whole (a plain module's
+	// plugins.settings.NAME.tools).
+	keys     []string
+	settings []string
 }
 
 // Failed reports whether the result fails the run: an error, or a warning
@@ -238,6 +241,17 @@ func (r *recorder) needsConfig(tool string, keys []string, message, fix string) 
 		if !slices.Contains(res.keys, k) {
 			res.keys = append(res.keys, k)
 		}
+	}
+}
+
+// needsSetting records that the plugin cannot be served until the
+// operator sets a setting other than a configuration value (setting: its
+// path, plugins.settings.NAME.FIELD).
+func (r *recorder) needsSetting(tool, setting, message, fix string) {
+	r.failOnce(CheckConfig, tool, setting, message, fix)
+	res := r.get(CheckConfig, tool)
+	if !slices.Contains(res.settings, setting) {
+		res.settings = append(res.settings, setting)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/plugin"
 )
 
 // headings is the description template of the task tools' design
@@ -44,6 +45,10 @@ type toolSurface struct {
 	in    *toolSchema
 	out   *toolSchema
 	viols []violation
+	// unchecked: the host serves the tool without checking its arguments
+	// (its inputSchema does not compile; plugin.InputSchemaProblem), so
+	// the kit has no schema to derive calls from, and calls it with {}.
+	unchecked bool
 }
 
 // checkCapabilities runs the plugin-level surface check.
@@ -60,7 +65,7 @@ func checkCapabilities(rec *recorder, m *abi.Manifest) {
 
 // checkTool runs the per-tool surface checks and returns what the
 // behaviour checks need.
-func checkTool(rec *recorder, t *abi.Tool, seen map[string]int) *toolSurface {
+func checkTool(rec *recorder, pluginName string, t *abi.Tool, seen map[string]int) *toolSurface {
 	ts := &toolSurface{def: t}
 	name := t.Name
 
@@ -84,13 +89,27 @@ func checkTool(rec *recorder, t *abi.Tool, seen map[string]int) *toolSurface {
 		rec.pass(CheckDescription, name)
 	}
 
-	// Input schema.
-	in, err := loadSchema(t.InputSchema)
-	if err != nil {
+	// Input schema. A schema the host cannot compile is judged as serve
+	// judges it (plugin.InputSchemaProblem), in the words of serve's log:
+	// a tool refused is an error; one served with its arguments left to
+	// the plugin works, with a warning, and is still called.
+	schemaDependent := []string{CheckInputDescribed, CheckDescriptionFields, CheckRules, CheckRulesDeclared, CheckRootCombinator,
+		CheckUnknownFields, CheckIdempotency}
+	if problem, refused := plugin.InputSchemaProblem(pluginName, name, t.InputSchema); problem != "" {
+		fix := "fix the inputSchema as the message says: MCP clients read it, and the host validates arguments against it"
+		if refused {
+			rec.fail(CheckInputSchema, name, problem, fix)
+		} else {
+			rec.warn(CheckInputSchema, name, problem, fix)
+			ts.unchecked = true
+		}
+		for _, id := range schemaDependent {
+			rec.skip(id, name, "skipped: the host cannot compile the inputSchema")
+		}
+	} else if in, err := loadSchema(t.InputSchema); err != nil {
 		rec.fail(CheckInputSchema, name, "inputSchema: "+err.Error(),
 			rec.fix(`give the tool an inputSchema that is a JSON Schema object with "type": "object"`, "it infers one from the input struct"))
-		for _, id := range []string{CheckInputDescribed, CheckDescriptionFields, CheckRules, CheckRulesDeclared, CheckRootCombinator,
-			CheckUnknownFields, CheckIdempotency} {
+		for _, id := range schemaDependent {
 			rec.skip(id, name, "skipped: the inputSchema does not load")
 		}
 	} else {

@@ -52,7 +52,7 @@ func init() {
 		{name: "plugin verify", usage: "[NAME]... [--config FILE]",
 			summary: "fetch every plugin with a source again and compare it with plugboard.lock (exit status 1 naming each mismatch)",
 			setup:   pluginVerifyCommand},
-		{name: "conformance", usage: "PLUGIN.wasm... [--json] [--junit FILE] [--strict] [--profile auto|base|house] [--config FILE] [--seed N] [--fuzz N] " +
+		{name: "conformance", usage: "PLUGIN.wasm... [--json] [--junit FILE] [--strict] [--profile auto|base|house] [--config FILE] [--http-stand-in HOST=URL]... [--seed N] [--fuzz N] " +
 			"[--call-timeout D] [--parallel N] [--list]",
 			summary: "check plugins by profile (base: what every MCP plugin must do; house: plugboard's agent-UX rules, advice for foreign plugins), " +
 				"a verdict each; exit status 0 works, 1 broken, 2 misuse, 3 needs configuration (--list: the checks)",

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,8 @@ func conformanceCommand(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&o.fuzz, "fuzz", conformance.DefaultFuzz, "random argument objects per tool, after the edge values (0: none)")
 	fs.DurationVar(&o.callTimeout, "call-timeout", conformance.DefaultCallTimeout, "deadline of each call (a tool's shorter timeout_ms wins)")
 	fs.IntVar(&o.parallel, "parallel", 0, "plugins checked at once (default: GOMAXPROCS)")
+	fs.Var(&o.standIns, "http-stand-in", "HOST=URL: send the plugins' allowed requests to HOST to the server at URL instead, a test server "+
+		"standing in for an API (repeatable); the plugins' allowed_hosts still decide what they may reach")
 	list := fs.Bool("list", false, "list the checks and exit")
 	return func(ctx context.Context, in *invocation) error {
 		if *list {
@@ -44,9 +47,11 @@ func conformanceCommand(fs *flag.FlagSet) runFunc {
 		if err := in.nargs(1, -1); err != nil {
 			return err
 		}
-		if !config.Given(fs)["config"] {
+		given := config.Given(fs)
+		if !given["config"] {
 			o.config = os.Getenv(config.EnvConfig)
 		}
+		o.callTimeoutGiven = given["call-timeout"]
 		return runConformance(ctx, in.args, o, in.stdout, in.stderr)
 	}
 }
@@ -59,25 +64,60 @@ type conformanceOptions struct {
 	fuzz, parallel  int
 	callTimeout     time.Duration
 	profile, config string
+	// callTimeoutGiven: --call-timeout was given, and wins over the
+	// configuration file's plugins.call_timeout.
+	callTimeoutGiven bool
+	// standIns are the --http-stand-in values, HOST=URL each.
+	standIns stringList
 }
 
-// conformanceSettings reads the configuration file's plugins.settings and
-// turns each into what serve binds the plugin with (host.LoadSettings):
-// values from the environment and secret files are resolved by
-// config.Load, as for serve.
-func conformanceSettings(path string) (map[string]plugin.Settings, error) {
-	if path == "" {
+// parseStandIns reads the --http-stand-in values.
+func parseStandIns(values []string) (map[string]*url.URL, error) {
+	if len(values) == 0 {
 		return nil, nil
+	}
+	out := make(map[string]*url.URL, len(values))
+	for _, v := range values {
+		host, target, err := plugin.ParseHTTPStandIn(v)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[host]; dup {
+			return nil, fmt.Errorf("%s has two stand-ins", host)
+		}
+		out[host] = target
+	}
+	return out, nil
+}
+
+// conformanceSettings reads the configuration file's plugins section
+// into the kit's options, as serve runs plugins with it: each of
+// plugins.settings as serve binds the plugin with it (host.LoadSettings,
+// values from the environment and secret files resolved by config.Load),
+// and the limits of every plugin (memory_limit_mib, max_instances, and
+// call_timeout unless --call-timeout is given).
+func conformanceSettings(path string, o *conformance.Options, callTimeoutGiven bool) error {
+	if path == "" {
+		return nil
 	}
 	conf, err := config.Load(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	settings := make(map[string]plugin.Settings, len(conf.Plugins.Settings))
+	o.Settings = make(map[string]plugin.Settings, len(conf.Plugins.Settings))
 	for name, s := range conf.Plugins.Settings {
-		settings[name] = plughost.LoadSettings(s)
+		o.Settings[name] = plughost.LoadSettings(s)
 	}
-	return settings, nil
+	if v := conf.Plugins.MemoryLimitMiB; v != nil {
+		o.MemoryLimitMiB = *v
+	}
+	if v := conf.Plugins.MaxInstances; v != nil {
+		o.MaxInstances = *v
+	}
+	if v := conf.Plugins.CallTimeout; v != nil && !callTimeoutGiven {
+		o.CallTimeout = v.D()
+	}
+	return nil
 }
 
 // scenariosCommand runs a scenario pack against live servers (package
@@ -103,22 +143,26 @@ func runConformance(ctx context.Context, paths []string, o conformanceOptions, s
 	if err != nil {
 		return usageError("--profile: %v", err)
 	}
-	settings, err := conformanceSettings(o.config)
+	standIns, err := parseStandIns(o.standIns)
 	if err != nil {
-		// A configuration file that does not load is the run's misuse, as
-		// for serve: no plugin was judged.
-		return &exitError{code: conformance.ExitUsage, err: err}
+		return usageError("--http-stand-in: %v", err)
 	}
 	fuzzN := o.fuzz
 	if fuzzN == 0 {
 		fuzzN = -1 // Options: 0 means the default, negative none
 	}
-	start := time.Now()
-	rep, err := conformance.Run(ctx, paths, conformance.Options{
+	opts := conformance.Options{
 		Seed: o.seed, Fuzz: fuzzN, CallTimeout: o.callTimeout, Parallel: o.parallel, Strict: o.strict,
-		Profile: profile, Settings: settings, Config: o.config,
+		Profile: profile, Config: o.config, HTTPStandIns: standIns,
 		Progress: func(p *conformance.PluginReport) { fmt.Fprintln(stderr, "conformance:", p.ProgressLine()) },
-	})
+	}
+	if err := conformanceSettings(o.config, &opts, o.callTimeoutGiven); err != nil {
+		// A configuration file that does not load is the run's misuse, as
+		// for serve: no plugin was judged.
+		return &exitError{code: conformance.ExitUsage, err: err}
+	}
+	start := time.Now()
+	rep, err := conformance.Run(ctx, paths, opts)
 	if err != nil && rep == nil {
 		return err
 	}

@@ -135,8 +135,10 @@ func TestPlainFunctionRefused(t *testing.T) {
 		}
 	}
 
+	// It needs configuration, not a rebuild: inspect exits 3, as the
+	// conformance kit does for it.
 	out, _, code = runPB(t, dir, cleanEnv(), "plugin", "inspect", filepath.Join(dir, "plainfn.wasm"))
-	if code != 1 || !strings.Contains(out, "PROBLEM:      plugin plainfn is a plain Extism module") ||
+	if code != 3 || !strings.Contains(out, "verdict:      needs configuration: plugins.settings.plainfn.tools") || !strings.Contains(out, "PROBLEM:      plugin plainfn is a plain Extism module") ||
 		!strings.Contains(out, "plugins.settings.plainfn.tools") || strings.Contains(out, "does not export function") {
 		t.Errorf("inspect: exit %d\n%s", code, out)
 	}

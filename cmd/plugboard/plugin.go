@@ -77,7 +77,13 @@ type inspection struct {
 	// tool whose input schema the host cannot compile, served with its
 	// arguments left to the plugin.
 	Warnings []string `json:"warnings,omitempty"`
-	imports  []plugin.Import
+	// Verdict is what serve would make of the file, in the conformance
+	// kit's terms as far as reading it without calling a tool tells.
+	Verdict inspectVerdict `json:"verdict"`
+	imports []plugin.Import
+	// needs are settings the operator must set before serve serves the
+	// plugin at all (a plain module's plugins.settings.NAME.tools).
+	needs []string
 	// name is what the host serves the plugin under, and limits the caps
 	// in the order they are shown.
 	name   string
@@ -85,6 +91,54 @@ type inspection struct {
 	// limitsFrom is the configuration file the limits come from ("": the
 	// defaults).
 	limitsFrom string
+}
+
+// Verdicts of inspect (inspectVerdict.Kind). Inspect does not call tools,
+// so it cannot say "works": that is the conformance kit's, which makes
+// the calls; where both judge, they agree (broken, needs configuration).
+const (
+	inspectLoads       = "loads"
+	inspectNeedsConfig = "needs_configuration"
+	inspectBroken      = "broken"
+)
+
+// inspectVerdict is inspect's verdict on a file.
+type inspectVerdict struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	// Settings are what the operator must set (needs_configuration).
+	Settings []string `json:"settings,omitempty"`
+}
+
+// verdict decides inspect's verdict and exit status: 1 broken (a problem
+// serve refuses the plugin or a tool for), 3 needs configuration (nothing
+// else is wrong, but serve waits for a setting), 0 loads — the conformance
+// kit's statuses.
+func (in *inspection) verdict() (inspectVerdict, int) {
+	switch {
+	case len(in.needs) > 0 && len(in.Problems) == 1:
+		return inspectVerdict{Kind: inspectNeedsConfig, Text: "needs configuration: " + strings.Join(in.needs, ", "), Settings: in.needs},
+			conformance.ExitNeedsConfig
+	case len(in.Problems) > 0:
+		return inspectVerdict{Kind: inspectBroken, Text: "broken: " + in.Problems[0]}, conformance.ExitBroken
+	}
+	n := 0
+	if in.Manifest != nil {
+		n = len(in.Manifest.Tools)
+	}
+	text := fmt.Sprintf("loads: serve serves %d %s", n, plural(n, "tool", "tools"))
+	if len(in.Warnings) > 0 {
+		text += fmt.Sprintf(", with %d %s", len(in.Warnings), plural(len(in.Warnings), "warning", "warnings"))
+	}
+	return inspectVerdict{Kind: inspectLoads, Text: text + "; inspect calls none (plugboard conformance does, and says whether they work)"},
+		conformance.ExitWorks
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // limitLine is one cap as inspect shows it.
@@ -276,6 +330,8 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 			}
 		}
 	}
+	var code int
+	in.Verdict, code = in.verdict()
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -285,8 +341,8 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 	} else {
 		printInspection(stdout, &in)
 	}
-	if len(in.Problems) > 0 {
-		return &exitError{code: 1, err: errSilent}
+	if code != 0 {
+		return &exitError{code: code, err: errSilent}
 	}
 	return nil
 }
@@ -343,6 +399,7 @@ func printInspection(w io.Writer, in *inspection) {
 	for _, p := range in.Problems {
 		fmt.Fprintf(w, "PROBLEM:      %s\n", p)
 	}
+	fmt.Fprintf(w, "verdict:      %s\n", in.Verdict.Text)
 }
 
 type importGroup struct {
@@ -397,6 +454,9 @@ func inspectPlain(in *inspection, wasm []byte, conf *config.Config) {
 	in.Problems = slices.DeleteFunc(in.Problems, func(p string) bool { return strings.HasPrefix(p, "does not export function ") })
 	if err != nil {
 		msg := err.Error()
+		if len(s.Tools) == 0 {
+			in.needs = append(in.needs, "plugins.settings."+in.name+".tools")
+		}
 		if conf == nil {
 			msg += "; --config FILE shows the tools a configuration file describes"
 		}

@@ -15,6 +15,8 @@ package plugin
 
 import (
 	"context"
+	"github.com/plugboard/plugboard/host/internal/shape"
+	"net/url"
 
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
@@ -50,6 +52,18 @@ var ErrBusy = runtime.ErrBusy
 // NewEngine starts an Engine.
 func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	return runtime.New(ctx, cfg)
+}
+
+// ParseHTTPStandIn reads a stand-in for an HTTP host, "HOST=URL" (e.g.
+// "api.example.com=http://127.0.0.1:8080"), for Config.HTTPStandIns: the
+// conformance kit's --http-stand-in, which lets a test run a plugin that
+// calls a real API against a local server without changing the plugin's
+// settings. The plugin's allowed hosts still decide what it may reach; the
+// stand-in only changes where an allowed request to HOST (any port, unless
+// HOST names one) is sent. host comes back in lower case, target as
+// scheme://host[:port]; the error says what is wrong with s.
+func ParseHTTPStandIn(s string) (host string, target *url.URL, err error) {
+	return runtime.ParseHTTPStandIn(s)
 }
 
 // Describe returns a compiled plugin's manifest as JSON, as the host reads
@@ -105,6 +119,25 @@ const (
 	YieldModule = wasmfile.YieldModule
 	YieldName   = wasmfile.YieldName
 )
+
+// Shape is what kind of plugin a module is: the interface the host talks
+// to it by, command module or reactor, and the toolchain that built it.
+// The registry's load log, `plugboard plugin inspect` and the conformance
+// kit say it in the same words.
+type Shape = shape.Shape
+
+// Interfaces a module may speak (Shape.Interface).
+const (
+	InterfacePlugboard = shape.InterfacePlugboard
+	InterfaceExtismMCP = shape.InterfaceExtismMCP
+	InterfaceHyperV2   = shape.InterfaceHyperV2
+	InterfacePlain     = shape.InterfacePlain
+)
+
+// ShapeOf reads a parsed module's shape.
+func ShapeOf(info *Info) Shape {
+	return shape.Of(info)
+}
 
 // Parse reads a WebAssembly binary's sections without compiling it.
 func Parse(wasm []byte) (*Info, error) {

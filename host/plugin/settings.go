@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 
+	"github.com/plugboard/plugboard/abi"
+
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/registry"
 )
@@ -29,4 +31,13 @@ func LoadDirWith(ctx context.Context, eng *Engine, dir string, opts LoadOptions,
 		do.Retry.Max = -1
 	}
 	return &Set{reg: reg, d: dispatch.New(reg, do)}, nil
+}
+
+// PlainManifest is the manifest serve makes of wasm served as the plugin
+// name under settings s, when it is a plain Extism module (plain: it
+// exports neither describe nor call nor hyper-mcp's list_tools and
+// call_tool): the tools s.Functions describe (plugins.settings.NAME.tools),
+// or err, serve's reason for refusing it, word for word.
+func PlainManifest(name string, wasm []byte, s Settings) (m *abi.Manifest, plain bool, err error) {
+	return registry.PlainManifest(name, wasm, s)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plugboard/plugboard/host/internal/shape"
 	"slices"
 
 	"github.com/plugboard/plugboard/abi"
@@ -32,8 +33,8 @@ import (
 
 // Exports of hyper-mcp's v2 plugin interface.
 const (
-	HyperListTools             = "list_tools"
-	HyperCallTool              = "call_tool"
+	HyperListTools             = shape.HyperListTools
+	HyperCallTool              = shape.HyperCallTool
 	HyperListResources         = "list_resources"
 	HyperListResourceTemplates = "list_resource_templates"
 	HyperReadResource          = "read_resource"

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/plugboard/plugboard/host/internal/shape"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -712,13 +713,36 @@ func describeCached(ctx context.Context, path string, wasm []byte, opts Options)
 	defer cancel()
 	out, err := Describe(dctx, rt)
 	if err != nil {
-		return nil, fmt.Errorf("describe: %w", err)
+		return nil, describeFailed(wasm, err)
 	}
 	if cacheFile != "" {
 		writeDescribeCache(cacheFile, opts.CacheKey, sum, out, opts.Logger)
 	}
 	return out, nil
 }
+
+// describeFailed is the error of a describe that failed, in the words of
+// the module's shape where its shape explains the failure — a Go command
+// module traps in every export, and the operator reading serve's log needs
+// "build a reactor", not the runtime's trap alone (plugboard plugin inspect
+// and the conformance kit say the same, from the same shape.Diagnose).
+func describeFailed(wasm []byte, err error) error {
+	if info, perr := wasmfile.Parse(wasm); perr == nil {
+		if why, fix := shape.Of(info).Diagnose(err); why != "" {
+			return &diagnosedError{why: why, fix: fix, err: err}
+		}
+	}
+	return fmt.Errorf("describe: %w", err)
+}
+
+// diagnosedError is a describe failure its module's shape explains.
+type diagnosedError struct {
+	why, fix string
+	err      error
+}
+
+func (e *diagnosedError) Error() string { return "describe failed: " + e.why + "; fix: " + e.fix }
+func (e *diagnosedError) Unwrap() error { return e.err }
 
 // The describe cache: DATA/manifests/<sha256 of the module>.describe, each
 // entry describeMagic, an HMAC under the host's key (Options.CacheKey) of

@@ -38,6 +38,24 @@ package runtime
 //     both within the request instead: a call that ends leaves no
 //     connection being opened for it.
 //
+// Stand-ins, for tests: the conformance kit's --http-stand-in (engine-wide,
+// Config.HTTPStandIns; serve has no such option) sends a plugin's requests
+// to a host, say api.example.com, to a local test server instead. They
+// change where a request the gates allow is sent, never what is allowed:
+// the URL gate checks the URL the plugin asked for (and each redirect
+// hop's) against the plugin's own allowed hosts first, exactly as under
+// serve, and only then does the client's RoundTripper (standInRouter, in
+// standin.go) send a copy to the stand-in's scheme, host and port, path
+// and query kept, with the Host header of the host meant. The address gate
+// lets through, without AllowPrivate, the stand-ins' own addresses only,
+// and only on a second Transport that carries nothing but requests sent to
+// a stand-in, so neither a redirect from the stand-in to another loopback
+// port nor a request the plugin makes to the stand-in's address itself
+// passes (and no pooled connection is shared between the two). The budget
+// and connection gates count both Transports together, and the request's
+// record keeps the URL the plugin asked for, followed by
+// " (stand-in URL)".
+//
 // TLS verifies against the system roots (on Linux, SSL_CERT_FILE and
 // SSL_CERT_DIR are honoured, which the tests use for a test CA).
 //
@@ -98,7 +116,9 @@ type HTTPRecord struct {
 	// Host is the URL's host[:port], lower case.
 	Host string
 	// URL is scheme://host[:port]/path: without user info, query string or
-	// fragment, which may carry keys.
+	// fragment, which may carry keys. When the request (or a redirect hop)
+	// went to a stand-in (Config.HTTPStandIns, for tests), it is followed
+	// by " (stand-in scheme://host:port)".
 	URL string
 	// Status is the final response's status code; 0 when there was none.
 	Status int
@@ -149,6 +169,10 @@ type egress struct {
 	timeout   time.Duration
 	client    *http.Client
 	transport *http.Transport
+	// standIns are the engine's stand-ins, nil without; standInTransport
+	// carries the requests sent to one (standInRouter).
+	standIns         *standIns
+	standInTransport *http.Transport
 	// headerBytes caps a response's header block; conns counts the
 	// plugin's open connections and hostConns the engine's (gate 4).
 	headerBytes int
@@ -175,24 +199,56 @@ func newEgress(plugin string, eg *Egress, defaultMax int, limits Limits, hostCon
 		}
 		g.rules = append(g.rules, r)
 	}
-	g.transport = &http.Transport{
+	g.transport = g.newTransport(false)
+	g.client = &http.Client{Transport: g.transport, CheckRedirect: g.checkRedirect}
+	return g, nil
+}
+
+// newTransport is one of the plugin's Transports: its own (standIn false)
+// or the one carrying the requests sent to a stand-in, whose address gate
+// lets the stand-ins' addresses through.
+func (g *egress) newTransport(standIn bool) *http.Transport {
+	t := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            g.dial,
-		DialTLSContext:         g.dialTLS,
 		ForceAttemptHTTP2:      true,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
 		MaxIdleConns:           8,
 		IdleConnTimeout:        30 * time.Second,
 		MaxResponseHeaderBytes: int64(g.headerBytes),
 	}
-	g.client = &http.Client{Transport: g.transport, CheckRedirect: g.checkRedirect}
-	return g, nil
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return g.dial(ctx, network, addr, standIn)
+	}
+	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return g.dialTLS(ctx, t, network, addr, standIn)
+	}
+	return t
+}
+
+// useStandIns routes the plugin's requests through the engine's stand-ins
+// (standInRouter); without any, or with egress off, the client stays as
+// newEgress made it.
+func (g *egress) useStandIns(s *standIns) {
+	if s == nil || !g.on {
+		return
+	}
+	g.standIns = s
+	g.standInTransport = g.newTransport(true)
+	g.client.Transport = standInRouter{g}
+}
+
+// closeIdle drops the idle connections of both Transports.
+func (g *egress) closeIdle() {
+	g.transport.CloseIdleConnections()
+	if g.standInTransport != nil {
+		g.standInTransport.CloseIdleConnections()
+	}
 }
 
 // close drops the idle connections.
 func (g *egress) close() {
 	if g != nil && g.transport != nil {
-		g.transport.CloseIdleConnections()
+		g.closeIdle()
 	}
 }
 
@@ -378,30 +434,31 @@ func boundToRequest(ctx context.Context) (context.Context, context.CancelFunc) {
 // variable so that a test can take it out of the way.
 var tlsHandshakeTimeout = 10 * time.Second
 
-// dial is the Transport's dial of http URLs, within the request.
-func (g *egress) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// dial is the Transport's dial of http URLs, within the request; standIn
+// is set on the stand-ins' Transport.
+func (g *egress) dial(ctx context.Context, network, addr string, standIn bool) (net.Conn, error) {
 	ctx, done := boundToRequest(ctx)
 	defer done()
-	return g.openConn(ctx, network, addr)
+	return g.openConn(ctx, network, addr, standIn)
 }
 
 // dialTLS is the Transport's dial of https URLs: openConn and the TLS
 // handshake (against the system roots, for the URL's host name), both
-// within the request.
-func (g *egress) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+// within the request. t is the Transport dialling.
+func (g *egress) dialTLS(ctx context.Context, t *http.Transport, network, addr string, standIn bool) (net.Conn, error) {
 	ctx, done := boundToRequest(ctx)
 	defer done()
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := g.openConn(ctx, network, addr)
+	raw, err := g.openConn(ctx, network, addr, standIn)
 	if err != nil {
 		return nil, err
 	}
 	// The Transport has set the protocols (h2, http/1.1) it speaks in its
 	// TLSClientConfig before its first dial.
-	cfg := g.transport.TLSClientConfig.Clone()
+	cfg := t.TLSClientConfig.Clone()
 	if cfg.ServerName == "" {
 		cfg.ServerName = host
 	}
@@ -417,8 +474,10 @@ func (g *egress) dialTLS(ctx context.Context, network, addr string) (net.Conn, e
 
 // openConn is the connection gate and the address gate: take a connection
 // slot, resolve once, check every address, dial the checked addresses
-// only; the connection gives its slot back when closed.
-func (g *egress) openConn(ctx context.Context, network, addr string) (_ net.Conn, err error) {
+// only; the connection gives its slot back when closed. standIn (the
+// stand-ins' Transport) lets a stand-in's own address through the address
+// gate; nothing else.
+func (g *egress) openConn(ctx context.Context, network, addr string, standIn bool) (_ net.Conn, err error) {
 	release, refused := g.reserveConn()
 	if refused != nil {
 		return nil, refused
@@ -428,7 +487,8 @@ func (g *egress) openConn(ctx context.Context, network, addr string) (_ net.Conn
 			release()
 		}
 	}()
-	c, err := g.dialChecked(ctx, network, addr)
+	private := g.private || standIn && g.standIns.isTarget(addr)
+	c, err := g.dialChecked(ctx, network, addr, private)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +512,7 @@ func (g *egress) reserveConn() (func(), *refusal) {
 			g.conns.release()
 		}
 		if !closedIdle {
-			g.transport.CloseIdleConnections()
+			g.closeIdle()
 			continue
 		}
 		if !mine {
@@ -485,8 +545,9 @@ func (c *countedConn) Close() error {
 }
 
 // dialChecked resolves addr's host once, refuses it unless every address
-// is allowed, and dials the checked addresses by IP.
-func (g *egress) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
+// is allowed (any address, with private), and dials the checked addresses
+// by IP.
+func (g *egress) dialChecked(ctx context.Context, network, addr string, private bool) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -513,7 +574,7 @@ func (g *egress) dialChecked(ctx context.Context, network, addr string) (net.Con
 			return nil, fmt.Errorf("lookup %s: no addresses", host)
 		}
 	}
-	if !g.private {
+	if !private {
 		for _, ip := range ips {
 			if kind := blockedKind(ip); kind != "" {
 				return nil, g.refuseAddr(host, ip, kind)
@@ -600,6 +661,8 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 	g := k.plugin.egress
 	red := k.plugin.redactor
 	rec := HTTPRecord{Method: meta.Method}
+	// standIn is set by standInRouter to the stand-in the request went to.
+	var standIn string
 	start := time.Now()
 	record := func(env *abi.Envelope) {
 		if env != nil {
@@ -609,6 +672,9 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 		if k.opts != nil && k.opts.HTTP != nil {
 			rec.Host = clipText(red.String(rec.Host), maxRecordText)
 			rec.URL = clipText(red.String(rec.URL), maxRecordText)
+			if standIn != "" {
+				rec.URL += " (stand-in " + red.String(standIn) + ")"
+			}
 			rec.Err = clipText(red.String(rec.Err), maxRecordText)
 			k.opts.HTTP(rec)
 		}
@@ -664,7 +730,7 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(withRequestCtx(reqCtx), meta.Method, u.String(), rd)
+	req, err := http.NewRequestWithContext(withRequestCtx(withStandInNote(reqCtx, &standIn)), meta.Method, u.String(), rd)
 	if err != nil {
 		end(abi.NewEnvelope(abi.CodeInvalidArgument,
 			fmt.Sprintf("plugin %s asked for an invalid HTTP request to %s: %v", k.plugin.name, rec.URL, err),

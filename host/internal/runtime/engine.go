@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	goruntime "runtime"
 	"sync"
 	"time"
@@ -65,6 +66,18 @@ type Config struct {
 	// Limits.MaxHTTPConnections: a backstop for the host's sockets when
 	// many plugins have network access.
 	MaxHostHTTPConnections int
+	// HTTPStandIns are for tests (the conformance kit's --http-stand-in):
+	// a plugin's HTTP request to a key's host, once the plugin's own
+	// allowed hosts have let it through, is sent to the value instead,
+	// path and query kept, with the Host header of the host meant. A key
+	// is an exact host name or address, optionally with ":port" (without
+	// one it matches any port; one naming the port wins); a value is an
+	// http or https URL of a host and port only (ParseHTTPStandIn reads
+	// "HOST=URL"). The stand-ins never widen what a plugin may reach:
+	// only their own addresses pass the private-address gate, and only for
+	// the requests sent to them (egress.go). New refuses entries it cannot
+	// honour exactly. serve sets none.
+	HTTPStandIns map[string]*url.URL
 	// IdleTimeout is how long an idle instance (and its guest heap) stays
 	// resident before it is closed, above KeepIdle; < 0 never closes one.
 	IdleTimeout time.Duration
@@ -165,6 +178,8 @@ type Engine struct {
 	// httpConns counts the outbound connections of all the engine's
 	// plugins (Config.MaxHostHTTPConnections).
 	httpConns *connLimiter
+	// standIns are Config.HTTPStandIns, parsed; nil without.
+	standIns *standIns
 	// freeMu guards freePending: a collection is scheduled to return the
 	// memory of released modules (returnMemory).
 	freeMu      sync.Mutex
@@ -175,6 +190,10 @@ type Engine struct {
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg = cfg.WithDefaults()
 	if err := checkCacheKey(&cfg); err != nil {
+		return nil, err
+	}
+	standIns, err := parseStandIns(cfg.HTTPStandIns)
+	if err != nil {
 		return nil, err
 	}
 	cache, code, err := newCompilationCache(cfg)
@@ -194,7 +213,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		WithCompilationCache(cache)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	e := &Engine{rt: rt, cache: cache, code: code, cfg: cfg, memory: newMemoryAllocator(uint64(cfg.MemoryLimitPages) << 16),
-		httpConns: newConnLimiter(cfg.MaxHostHTTPConnections)}
+		httpConns: newConnLimiter(cfg.MaxHostHTTPConnections), standIns: standIns}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("instantiate WASI: %w", err)

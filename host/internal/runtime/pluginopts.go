@@ -55,6 +55,7 @@ func (p *Plugin) applyOptions() error {
 	if p.egress, err = newEgress(p.name, o.HTTP, e.cfg.MaxHostCallBytes, p.limits, e.httpConns); err != nil {
 		return err
 	}
+	p.egress.useStandIns(e.standIns)
 	if len(o.Mounts) == 0 {
 		return nil
 	}
