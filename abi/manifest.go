@@ -32,6 +32,14 @@ type Manifest struct {
 	// counted on. The operator can also set it (plugins.settings); either
 	// one is enough.
 	Stateful bool `json:"stateful,omitempty"`
+	// Needs is what the plugin needs the operator to set for it to work:
+	// configuration values and hosts (see Needs). It grants nothing.
+	Needs Needs `json:"needs,omitzero"`
+	// Roles names the agent types the plugin's tools are meant for (see
+	// AgentRoles), e.g. ["WORKER"]. It grants nothing: the operator's
+	// agents file decides who calls what, and honours the declaration
+	// only for a type whose rules name "declared".
+	Roles []string `json:"roles,omitempty"`
 }
 
 // MinVersion is the lowest ABI version whose host can serve m: 2 when it

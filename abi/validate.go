@@ -163,6 +163,8 @@ func (m *Manifest) Validate() error {
 		}
 	}
 	errs = append(errs, m.validateV2()...)
+	errs = append(errs, m.Needs.validate()...)
+	errs = append(errs, m.validateRoles()...)
 	return errors.Join(errs...)
 }
 

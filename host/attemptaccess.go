@@ -177,11 +177,11 @@ func (h *Host) callPolicy() dispatch.Policy {
 
 // attemptOnlyTools is the agents file's policy, and attempt-only tools
 // hidden from the other callers.
-type attemptOnlyTools struct{ *policy.Policy }
+type attemptOnlyTools struct{ *policy.Live }
 
 // Allow implements dispatch.Policy.
-func (p attemptOnlyTools) Allow(c *abi.Caller, tool *abi.Tool) *abi.Envelope {
-	if tool.When == abi.WhenAttemptContext {
+func (p attemptOnlyTools) Allow(ctx context.Context, c *abi.Caller, t policy.Tool) *abi.Envelope {
+	if tool := t.Def; tool.When == abi.WhenAttemptContext {
 		if _, ok := policy.AttemptOf(c); !ok {
 			// The dispatcher's own answer to a tool it does not serve.
 			env := abi.NewEnvelope(abi.CodeToolNotFound, fmt.Sprintf("no tool named %q is served", tool.Name),
@@ -190,5 +190,5 @@ func (p attemptOnlyTools) Allow(c *abi.Caller, tool *abi.Tool) *abi.Envelope {
 			return env
 		}
 	}
-	return p.Policy.Allow(c, tool)
+	return p.Live.Allow(ctx, c, t)
 }

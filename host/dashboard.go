@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/audit"
 	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/dashboard"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/mail"
 	"github.com/plugboard/plugboard/host/internal/mcpserver"
+	"github.com/plugboard/plugboard/host/internal/registry"
 )
 
 // dashboardFor builds the web dashboard ServeHTTP serves at "/": its
@@ -29,6 +31,9 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 		Callers:  mopts.Callers,
 		Logger:   h.log,
 		Call: func(ctx context.Context, c *abi.Caller, tool string, args json.RawMessage) (json.RawMessage, *abi.Envelope) {
+			if t, ok := h.dispatcher.Resolve(tool); ok && dashboardRead(t) {
+				ctx = audit.LeaveOut(ctx, t.Def.Name)
+			}
 			res := h.dispatcher.Call(ctx, dispatch.Request{Tool: tool, Arguments: args, Caller: c})
 			if res.IsError() {
 				return nil, res.Envelope
@@ -38,7 +43,7 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 		Tools: func(c *abi.Caller) []dashboard.Tool {
 			var out []dashboard.Tool
 			for _, t := range h.registry.Tools() {
-				if h.dispatcher.Permits(c, t.Def) {
+				if h.dispatcher.Permits(c, t) {
 					out = append(out, dashboard.Tool{Name: t.Def.Name, Title: t.Def.Title, Description: t.Def.Description, InputSchema: t.Def.InputSchema})
 				}
 			}
@@ -49,13 +54,20 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 			if err != nil {
 				return nil, err
 			}
-			// Since selects the calls finished at or after it, oldest first
-			// (the store's follower query); without it the newest come first.
-			rows, err := b.Store().ListDecisions(ctx, DecisionFilter{AgentID: q.Agent, Tool: q.Tool, Limit: q.Limit, FinishedAfter: q.Since})
-			if rows == nil {
-				rows = []Decision{}
+			rows, err := b.Store().ListDecisions(ctx, decisionFilter(q))
+			return decisionSummaries(rows), err
+		},
+		Decision: func(ctx context.Context, id string) (any, error) {
+			b, err := h.board.wait(ctx)
+			if err != nil {
+				return nil, err
 			}
-			return rows, err
+			d, err := b.Store().GetDecision(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, abi.NewEnvelope(abi.CodeNotFound, "no decision-log row "+id,
+					"it may have been pruned (the log's age and size bounds); reload the Decisions view")
+			}
+			return d, err
 		},
 		Inbox: func(ctx context.Context, includeRead bool) (any, error) {
 			return h.mail.ListInbox(ctx, human, mail.InboxArgs{IncludeRead: includeRead, Limit: 100})
@@ -77,6 +89,61 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 	})
 }
 
+// dashboardRead reports whether a call of t from the dashboard is a read
+// the decision log leaves out (audit.LeaveOut): a tool annotated read-only
+// whose name is reserved for the first-party plugin serving it
+// (registry.ReservedOwner), so that the hint is the host's own and no
+// plugin can hide a person's writes by declaring its tool read-only. The
+// pages poll these every second or three; a person's writes, and every
+// call of anyone else, stay recorded.
+func dashboardRead(t registry.Tool) bool {
+	if t.Def == nil || t.Def.Annotations == nil || !t.Def.Annotations.ReadOnlyHint || t.Plugin == nil {
+		return false
+	}
+	owner, reserved := registry.ReservedOwner(t.Def.Name)
+	return reserved && owner == t.Plugin.Name()
+}
+
+// decisionFilter is the store's filter of the Decisions view's query.
+func decisionFilter(q dashboard.DecisionQuery) DecisionFilter {
+	f := DecisionFilter{AgentID: q.Agent, Tool: q.Tool, Status: q.Status, ErrorCode: q.ErrorCode, Limit: q.Limit}
+	if !q.From.IsZero() {
+		f.CreatedFrom = store.FormatTime(q.From)
+	}
+	if !q.To.IsZero() {
+		f.CreatedBefore = store.FormatTime(q.To)
+	}
+	return f
+}
+
+// decisionSummary is a decision-log row as the Decisions view lists it:
+// without its input, result, error and HTTP requests, which opening the
+// row reads (a list of 500 rows polled every 2 s would carry up to 2 MB).
+type decisionSummary struct {
+	ID         string  `json:"id"`
+	Kind       string  `json:"kind"`
+	AgentID    string  `json:"agent_id"`
+	AgentType  string  `json:"agent_type"`
+	Tool       string  `json:"tool"`
+	Title      string  `json:"title,omitempty"`
+	Status     string  `json:"status"`
+	ErrorCode  string  `json:"error_code"`
+	DurationMS *int64  `json:"duration_ms"`
+	Attempts   int     `json:"attempts"`
+	CreatedAt  string  `json:"created_at"`
+	FinishedAt *string `json:"finished_at"`
+}
+
+func decisionSummaries(rows []Decision) []decisionSummary {
+	out := make([]decisionSummary, 0, len(rows))
+	for _, d := range rows {
+		out = append(out, decisionSummary{ID: d.ID, Kind: d.Kind, AgentID: d.AgentID, AgentType: d.AgentType, Tool: d.Tool,
+			Title: d.Title, Status: d.Status, ErrorCode: d.ErrorCode, DurationMS: d.DurationMS, Attempts: d.Attempts,
+			CreatedAt: d.CreatedAt, FinishedAt: d.FinishedAt})
+	}
+	return out
+}
+
 // pluginView is a served plugin as the dashboard shows it.
 type pluginView struct {
 	Name          string           `json:"name"`
@@ -90,6 +157,11 @@ type pluginView struct {
 	Loaded        bool             `json:"loaded"`
 	IdleInstances int              `json:"idle_instances"`
 	Tools         []dashboard.Tool `json:"tools"`
+	// Needs are what the plugin declares it needs (abi.Needs), each with
+	// its status under the settings in force; Settings are those
+	// settings, by name (dashboard_needs.go). Neither shows a value.
+	Needs    []needView   `json:"needs"`
+	Settings settingsView `json:"settings"`
 }
 
 type problemView struct {
@@ -112,6 +184,7 @@ func (h *Host) pluginsView() map[string]any {
 			}
 		}
 		v.Compiled, v.Loaded, v.IdleInstances = p.State()
+		v.Needs, v.Settings = needsView(p.Name(), p.Manifest.Needs, p.Settings())
 		for _, t := range p.Manifest.Tools {
 			v.Tools = append(v.Tools, dashboard.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema})
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/internal/audit"
 	"github.com/plugboard/plugboard/host/internal/board"
+	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/boardapi"
 	"github.com/plugboard/plugboard/host/internal/datadir"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
@@ -75,8 +76,9 @@ type Config struct {
 	// Logger receives the host's log (nil: discarded).
 	Logger *slog.Logger
 	// Policy is the agents configuration (nil: no agents file, every
-	// caller is the local SUPERVISOR). Agent names the identity of
-	// sessions no transport authenticated ("": the local identity).
+	// caller is the local SUPERVISOR); Host.SetPolicy replaces it while
+	// the host runs. Agent names the identity of sessions no transport
+	// authenticated ("": the local identity).
 	Policy *Policy
 	Agent  string
 	// GrantsFile narrows the capabilities each plugin receives ("": what
@@ -111,7 +113,8 @@ type Host struct {
 	registry   *registry.Registry
 	dispatcher *dispatch.Dispatcher
 	board      *boardReady
-	policy     *policy.Policy
+	policy     *policy.Live
+	tokens     httpTokens
 	caller     *abi.Caller
 	mail       *mail.Service
 	decisions  *audit.Log
@@ -156,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (_ *Host, err error) {
 			return nil, err
 		}
 	}
-	h := &Host{cfg: cfg, log: cfg.Logger, policy: cfg.Policy, caller: policy.Local()}
+	h := &Host{cfg: cfg, log: cfg.Logger, policy: policy.NewLive(cfg.Policy), caller: policy.Local()}
 	if cfg.Agent != "" {
 		c, ok := cfg.Policy.Caller(cfg.Agent)
 		if !ok {
@@ -182,6 +185,15 @@ func (h *Host) open(ctx context.Context) error {
 	if err := cfg.Board.AgentEnv.Validate(); err != nil {
 		return err
 	}
+	// A store of an unknown form would be a SQLite file named like the
+	// URL, and the board opens in the background: refuse it now.
+	if err := store.CheckTarget(cfg.Board.Store); err != nil {
+		return err
+	}
+	// A secret the caller left unread would reach its plugin as "".
+	if err := config.SecretsRead(cfg.PluginSettings); err != nil {
+		return err
+	}
 	if err := datadir.Prepare(cfg.DataDir); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -205,7 +217,7 @@ func (h *Host) open(ctx context.Context) error {
 		return err
 	}
 	h.idem.Logger = h.log
-	h.idem.ScopeOf = scopeFingerprint(cfg.Policy)
+	h.idem.ScopeOf = scopeFingerprint(h.policy)
 	// A claim younger than the longest call must not go stale, or a slow
 	// call could run twice.
 	if longest := max(5*time.Minute, cfg.CallTimeout, longestCallTimeout(cfg.PluginSettings)); h.idem.InProgressTTL > 0 && h.idem.InProgressTTL < longest {
@@ -237,6 +249,8 @@ func (h *Host) open(ctx context.Context) error {
 	h.board = &boardReady{ready: make(chan struct{})}
 	h.parts.add("task board", func(context.Context) error { return h.board.close() })
 	h.log.Info("attempt sandbox", "mode", board.SandboxMode(bc.Sandbox))
+	target := board.StoreTarget(cfg.DataDir, bc.Store)
+	h.log.Info("store", "kind", store.Kind(target), "location", store.Redact(target))
 
 	// The decision log (every call, and log_decision) and the mail system
 	// (mail tools, and escalations of calls that failed for good) keep
@@ -245,7 +259,7 @@ func (h *Host) open(ctx context.Context) error {
 	h.parts.add("decision log", func(context.Context) error { return h.decisions.Close() })
 	var directory mail.Agents
 	if len(cfg.Policy.Agents()) > 0 {
-		directory = mail.FromPolicy(cfg.Policy)
+		directory = mail.FromPolicy(h.policy)
 	}
 	h.mail = mail.New(func(ctx context.Context) (mail.Store, error) { return h.board.store(ctx) }, mail.Options{Agents: directory, Logger: h.log})
 	// Mail other hosts sharing the store deliver reaches this host's
@@ -258,7 +272,7 @@ func (h *Host) open(ctx context.Context) error {
 		// Each caller reaches only the board work its scope holds (a
 		// WORKER its own task or attempt).
 		return boardapi.New(b, h.log, boardapi.WithMail(h.mail), boardapi.WithDecisions(h.decisions),
-			boardapi.WithScopes(cfg.Policy.Scope))
+			boardapi.WithScopes(h.policy.Scope))
 	})
 
 	// Everything the engine and the registry read back from their caches
@@ -326,6 +340,10 @@ func (h *Host) open(ctx context.Context) error {
 		Policy: h.callPolicy(), Auditor: h.decisions, Escalator: h.mail})
 	h.log.Info("plugins loaded", "dirs", dirs, "plugins", len(h.registry.Plugins()), "tools", len(h.registry.Tools()),
 		"problems", len(h.registry.Problems()), "agents", len(cfg.Policy.Agents()))
+	if len(h.registry.Plugins()) == 0 {
+		h.log.Warn("no plugins loaded: clients will see no tools", "dirs", dirs, "problems", len(h.registry.Problems()),
+			"fix", "put .wasm plugins in one of dirs, or name their folder: serve --plugins DIR, or plugins.dirs in the configuration file")
+	}
 	// The agent endpoint starts with the first attempt process; it closes
 	// before calls in flight are waited for, like any listener.
 	if h.access != nil {
@@ -438,10 +456,11 @@ func (h *Host) OpenedBoard() *Board {
 	return nil
 }
 
-// scopeFingerprint names the board work a caller may reach under p, for the
-// idempotency records (idempotency.Config.ScopeOf): "" for a caller that
-// reaches everything, else its scope's tasks and attempts.
-func scopeFingerprint(p *policy.Policy) func(*abi.Caller) string {
+// scopeFingerprint names the board work a caller may reach under p (the
+// policy in force), for the idempotency records
+// (idempotency.Config.ScopeOf): "" for a caller that reaches everything,
+// else its scope's tasks and attempts.
+func scopeFingerprint(p *policy.Live) func(*abi.Caller) string {
 	return func(c *abi.Caller) string {
 		s := p.Scope(c)
 		if s.All {

@@ -28,7 +28,8 @@ type HTTPOptions struct {
 	// Tokens maps each bearer token to the agent it authenticates (LocalID
 	// for the operator). Without tokens requests are not authenticated:
 	// the caller decides whether the listener may then be reached from
-	// beyond this machine.
+	// beyond this machine. Those that are agents' tokens in the host's
+	// Policy follow it when SetPolicy replaces it; the others stay.
 	Tokens map[string]string
 	// ReadTimeout is how long a client has to send one request's headers
 	// and body; SessionIdle ends an MCP session without requests for this
@@ -63,11 +64,22 @@ func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions)
 		ReadTimeout: opts.ReadTimeout, SessionIdle: opts.SessionIdle, MaxSessions: opts.MaxSessions,
 		Stateless: opts.Stateless,
 	}
+	// The agents' tokens follow the agents file (SetPolicy).
+	var route *tokenRoute
 	if len(opts.Tokens) > 0 {
-		hopts.Authenticate = mcpserver.Tokens(opts.Tokens)
+		var unroute func()
+		route, unroute = h.routeTokens(opts.Tokens)
+		defer unroute()
+		hopts.Authenticate = route.authenticate
+	} else {
+		defer h.openTransport()()
 	}
 	if !opts.NoDashboard {
-		hopts.Dashboard = h.dashboardFor(opts, mopts)
+		dash := h.dashboardFor(opts, mopts)
+		hopts.Dashboard = dash
+		if route != nil {
+			h.attach(route, dash)
+		}
 	}
 	return mcpserver.NewHTTP(h.server(mopts), hopts).Serve(ctx, ln)
 }

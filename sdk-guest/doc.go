@@ -83,6 +83,9 @@
 // mounted into the plugin's WASI filesystem, opened as an *os.Root. In
 // native tests they read what [SetTestEnv] installs; package sdktest wraps
 // it, and also builds a plugin and calls it through plugboard.
+// [NeedsConfig] and [NeedsHTTP] declare the values and hosts the plugin
+// needs in its manifest, so the operator sees what to set (plugboard
+// plugin inspect, config check, the dashboard); they grant nothing.
 //
 // Each plugboard host function is imported only by the Call method that
 // uses it, so a plugin that never calls Progress or Log imports nothing

@@ -69,6 +69,7 @@ type registry struct {
 	info    abi.PluginInfo
 	infoSet bool
 	caps    []string
+	needs   abi.Needs // NeedsConfig, NeedsHTTP (needs.go)
 	tools   []*tool
 	byName  map[string]*tool
 
@@ -260,6 +261,7 @@ func (r *registry) manifest() (*abi.Manifest, error) {
 	m := &abi.Manifest{
 		Plugin:       r.info,
 		Capabilities: r.caps,
+		Needs:        r.needs,
 		Tools:        make([]abi.Tool, 0, len(r.tools)),
 	}
 	for _, t := range r.tools {

@@ -363,6 +363,25 @@ type ChangesOut struct {
 	Reason string        `json:"reason,omitempty" jsonschema:"details of the block (which limit, or the error); absent when not blocked"`
 	Hint   string        `json:"hint,omitempty" jsonschema:"what to call next when blocked; absent otherwise"`
 	Files  []ChangedFile `json:"files" jsonschema:"the changed files; empty when blocked"`
+	// Outside is measured whether or not files was withheld.
+	Outside OutsideFiles `json:"outside" jsonschema:"files outside any repository (not merged): written in the attempt folder beside the repo folders, in no repo, so approve_attempt cannot merge them; count 0 when none"`
+}
+
+// OutsideFiles are the files of an attempt's folder that are in none of
+// its repos (a multi-repo agent starts in the folder holding the repos'
+// folders). Found by file metadata alone, never read, and bounded.
+type OutsideFiles struct {
+	Count      int           `json:"count" jsonschema:"files outside any repository (not merged); a lower bound when partial"`
+	TotalBytes int64         `json:"total_bytes" jsonschema:"sum of their sizes in bytes; a lower bound when partial"`
+	Files      []OutsideFile `json:"files" jsonschema:"the first of them by path, at most 50 (and 8 KiB of paths); empty when none"`
+	Truncated  bool          `json:"truncated" jsonschema:"true when files lists fewer than count"`
+	Partial    bool          `json:"partial" jsonschema:"true when the search stopped after reading 10000 directory entries, or a folder could not be read: count and total_bytes are then lower bounds"`
+}
+
+// OutsideFile is one file outside any repository.
+type OutsideFile struct {
+	Path  string `json:"path" jsonschema:"path relative to the attempt folder (not repo-prefixed: it is in no repo), e.g. notes.txt; not readable with get_attempt_file"`
+	Bytes int64  `json:"bytes" jsonschema:"size in bytes"`
 }
 
 // Summary totals an attempt's changes.
@@ -478,9 +497,10 @@ type ReviewRepo struct {
 
 // ReviewChanges sums up an attempt's changes.
 type ReviewChanges struct {
-	FileCount int `json:"file_count" jsonschema:"number of changed files; list them with get_attempt_changes"`
-	Added     int `json:"added" jsonschema:"lines added"`
-	Deleted   int `json:"deleted" jsonschema:"lines deleted"`
+	FileCount    int `json:"file_count" jsonschema:"number of changed files; list them with get_attempt_changes"`
+	Added        int `json:"added" jsonschema:"lines added"`
+	Deleted      int `json:"deleted" jsonschema:"lines deleted"`
+	OutsideCount int `json:"outside_count" jsonschema:"files written outside any repository (not merged, not in file_count); see get_attempt_changes outside"`
 }
 
 // ApproveIn are approve_attempt's arguments.
@@ -493,7 +513,11 @@ type ApproveOut struct {
 	AttemptID       string       `json:"attempt_id" jsonschema:"the approved attempt (UUID)"`
 	TaskID          string       `json:"task_id" jsonschema:"the attempt's task (UUID)"`
 	WorkspaceBranch string       `json:"workspace_branch" jsonschema:"the attempt's git branch that was merged"`
-	Repos           []MergedRepo `json:"repos" jsonschema:"one entry per repo of the attempt, each merged into its target branch"`
+	Repos           []MergedRepo `json:"repos" jsonschema:"one entry per repo of the attempt: what was merged into its target branch, or nothing (merged false)"`
+	Merged          bool         `json:"merged" jsonschema:"true when at least one repo's target branch gained the attempt's work; false when there was nothing to merge anywhere"`
+	Summary         string       `json:"summary" jsonschema:"what was merged, per repo (commits and files, or nothing to merge), and what was not (files outside any repository)"`
+	Outside         OutsideFiles `json:"outside" jsonschema:"files outside any repository (not merged): the attempt wrote them beside the repo folders; they stay in the attempt folder; count 0 when none"`
+	Warnings        []string     `json:"warnings" jsonschema:"what the reviewer should know: work that was not merged (files outside any repository, or nothing to merge at all); empty when none"`
 	TaskStatus      TaskStatus   `json:"task_status" jsonschema:"the task's status after the approval: always done (of todo | inprogress | inreview | done | cancelled)"`
 }
 
@@ -504,6 +528,11 @@ type MergedRepo struct {
 	MergeCommit   string    `json:"merge_commit" jsonschema:"target_branch's commit (hex SHA) now: the merge commit, or the unchanged tip when merged_via is up_to_date"`
 	MergedVia     MergedVia `json:"merged_via" jsonschema:"worktree (target_branch is checked out and was merged in that checkout) | ref (checked out nowhere; the branch was moved) | up_to_date (nothing to merge)"`
 	ChangesCommit *string   `json:"changes_commit" jsonschema:"commit (hex SHA) that recorded the worktree's uncommitted changes on the attempt branch before merging; null when there were none"`
+	Merged        bool      `json:"merged" jsonschema:"true when target_branch moved to a merge commit holding the attempt's commits; false when there was nothing to merge (merged_via up_to_date)"`
+	CommitCount   int       `json:"commit_count" jsonschema:"number of the attempt's commits target_branch gained (changes_commit included); 0 when nothing was merged"`
+	Commits       []string  `json:"commits" jsonschema:"those commits (hex SHAs), newest first, at most 20; empty when nothing was merged"`
+	FileCount     int       `json:"file_count" jsonschema:"number of files the merge changed on target_branch; 0 when nothing was merged"`
+	Files         []string  `json:"files" jsonschema:"those files, repo-prefixed (repo_name/path), sorted, at most 100; empty when nothing was merged"`
 }
 
 // RequestChangesIn are request_changes' arguments.

@@ -3,7 +3,11 @@ package main
 // plugboard config check validates a configuration file (host/config)
 // without starting anything: exit status 0 with one line saying what the
 // file configures, 1 with every problem, one per line, each at
-// FILE:LINE:COL and the field's path.
+// FILE:LINE:COL and the field's path. For a valid file it then reports,
+// per plugin in the plugin folders (and file sources), what the settings
+// give it against what it declares it needs and what its imports use
+// (config_check_plugins.go): exit status 3, needs configuration, when a
+// value a plugin declares required is missing.
 
 import (
 	"context"
@@ -11,7 +15,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/plugboard/plugboard/conformance"
 	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 )
@@ -24,7 +30,7 @@ func sandboxOf(s config.Sandbox) plughost.Sandbox {
 }
 
 // cmdConfig runs the config subcommands: check.
-func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdConfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError("config needs a subcommand: check")
 	}
@@ -35,8 +41,10 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: plugboard config check [FILE]\n\n"+
-			"Checks a configuration file (default: $%s): exit status 0 with a summary of what it configures,\n"+
-			"1 with every problem at FILE:LINE:COL and the field's path.\n", config.EnvConfig)
+			"Checks a configuration file (default: $%s): exit status 0 with a summary of what it configures\n"+
+			"and, per plugin in its plugin folders, what the settings give it against what it needs;\n"+
+			"1 with every problem at FILE:LINE:COL and the field's path; 3 when a plugin's required\n"+
+			"configuration value is missing. A \"${VAR}\" value whose variable is not set here is reported, not a problem.\n", config.EnvConfig)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return &exitError{code: 2, err: errSilent}
@@ -52,7 +60,9 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 	default:
 		return usageError("config check takes one FILE, got %q", fs.Args())
 	}
-	conf, err := config.Load(file)
+	// Lenient: listing what a file gives each plugin must not need the
+	// environment holding the plugins' secrets; serve's load is strict.
+	conf, err := config.LoadLenient(file)
 	if err != nil {
 		problems := []error{err}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -73,6 +83,13 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stderr, "warning: %s holds agents' bearer tokens and others may read it (mode %04o): chmod 600 %s\n",
 				file, st.Mode().Perm(), file)
 		}
+	}
+	for _, v := range unsetEnvValues(conf) {
+		fmt.Fprintf(stderr, "warning: %s is set from %s, which is not set in this environment: serve started here would refuse the file\n", v.setting, v.from)
+	}
+	if missing := checkPlugins(ctx, stdout, conf); len(missing) > 0 {
+		fmt.Fprintf(stderr, "%s: needs configuration: %s\n", file, strings.Join(missing, ", "))
+		return &exitError{code: conformance.ExitNeedsConfig, err: errSilent}
 	}
 	return nil
 }

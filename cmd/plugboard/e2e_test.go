@@ -222,9 +222,9 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("unknown tool", func(t *testing.T) {
-		_, err := srv.session.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}})
-		if err == nil {
-			t.Error("calling an unknown tool succeeded")
+		// Answered like any failed call: an envelope, not a protocol error.
+		if env := envelopeOf(t, srv.call(t, ctx, "no_such_tool", map[string]any{})); env.Code != abi.CodeToolNotFound || env.Hint == "" {
+			t.Errorf("calling an unknown tool: %+v, want tool_not_found with a hint", env)
 		}
 	})
 

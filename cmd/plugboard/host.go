@@ -133,8 +133,26 @@ func (b *boardFlags) applyConfig() error {
 	if !b.configDone {
 		b.configDone = true
 		b.configErr = b.loadConfig()
+		if b.configErr == nil {
+			b.configErr = b.checkStore()
+		}
 	}
 	return b.configErr
+}
+
+// checkStore refuses a store of an unknown form (mysql://…, postgress://…)
+// before anything is opened or created: it would otherwise be a SQLite
+// file named like the URL.
+func (b *boardFlags) checkStore() error {
+	target := b.storeTarget()
+	if err := config.CheckStore(target); err != nil {
+		from := "--store"
+		if b.store == "" {
+			from = "$" + config.EnvStore
+		}
+		return &exitError{code: 2, err: fmt.Errorf("%s: %w", from, err)}
+	}
+	return nil
 }
 
 func (b *boardFlags) loadConfig() error {
@@ -149,7 +167,10 @@ func (b *boardFlags) loadConfig() error {
 	if path == "" {
 		return nil
 	}
-	conf, err := config.Load(path)
+	// The plugins' secrets are read only by the commands that load
+	// plugins (hostFlags.open): a board command or audit tail must not
+	// need them.
+	conf, err := config.LoadDeferred(path)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -345,6 +366,9 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host,
 		Board: bc, Audit: h.audit.options(), Idempotency: &idem,
 	}
 	if h.conf != nil {
+		if err := h.conf.ResolveSecrets(); err != nil {
+			return nil, &exitError{code: 2, err: err}
+		}
 		if !h.given["grants"] {
 			cfg.Grants = h.conf.Grants
 		}

@@ -69,6 +69,13 @@ type inspection struct {
 	Exports        []string          `json:"exports"`
 	Capabilities   []string          `json:"capabilities"`
 	CustomSections map[string]int    `json:"custom_sections"`
+	// ImportedCapabilities are what the module's imports use that the
+	// operator's settings give or withhold (egress, config, vars, host
+	// capabilities), declared or not (plugin_needs.go).
+	ImportedCapabilities []importedCap `json:"imported_capabilities"`
+	// NeedsStatus is each need the manifest declares, with --config its
+	// status: set, missing, allowed, not_allowed.
+	NeedsStatus []needReport `json:"needs_status,omitempty"`
 	// Limits are the caps the plugin runs under by default, by the name
 	// of the plugins.settings field that sets its own.
 	Limits   map[string]int64 `json:"limits"`
@@ -84,6 +91,9 @@ type inspection struct {
 	// needs are settings the operator must set before serve serves the
 	// plugin at all (a plain module's plugins.settings.NAME.tools).
 	needs []string
+	// missingRequired are the settings of declared required values the
+	// configuration lacks (--config): served, but its calls need them.
+	missingRequired []string
 	// name is what the host serves the plugin under, and limits the caps
 	// in the order they are shown.
 	name   string
@@ -121,6 +131,9 @@ func (in *inspection) verdict() (inspectVerdict, int) {
 			conformance.ExitNeedsConfig
 	case len(in.Problems) > 0:
 		return inspectVerdict{Kind: inspectBroken, Text: "broken: " + in.Problems[0]}, conformance.ExitBroken
+	case len(in.missingRequired) > 0:
+		return inspectVerdict{Kind: inspectNeedsConfig, Text: "needs configuration: " + strings.Join(in.missingRequired, ", ") +
+			" (declared required; serve serves the plugin, its calls need them)", Settings: in.missingRequired}, conformance.ExitNeedsConfig
 	}
 	n := 0
 	if in.Manifest != nil {
@@ -169,7 +182,7 @@ func defaultLimits() []limitLine {
 
 func pluginInspectCommand(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
-	configFile := fs.String("config", "", "configuration file whose plugins settings give the limits shown (default: $"+config.EnvConfig+"; none: the defaults)")
+	configFile := fs.String("config", "", "configuration file whose plugins settings give the limits shown and judge the needs the plugin declares (default: $"+config.EnvConfig+"; none: the defaults)")
 	return func(ctx context.Context, in *invocation) error {
 		if err := in.nargs(1, 1); err != nil {
 			return err
@@ -181,7 +194,9 @@ func pluginInspectCommand(fs *flag.FlagSet) runFunc {
 		var conf *config.Config
 		if path != "" {
 			var err error
-			if conf, err = config.Load(path); err != nil {
+			// Lenient: a "${VAR}" whose variable is not set here is still
+			// a value the configuration gives (its needs show it so).
+			if conf, err = config.LoadLenient(path); err != nil {
 				return &exitError{code: 2, err: err}
 			}
 		}
@@ -330,6 +345,7 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 			}
 		}
 	}
+	inspectNeeds(&in, conf)
 	var code int
 	in.Verdict, code = in.verdict()
 	if asJSON {
@@ -354,7 +370,9 @@ func printInspection(w io.Writer, in *inspection) {
 	fmt.Fprintf(w, "shape:        %s\n", in.Shape.Text)
 	if m := in.Manifest; m != nil {
 		fmt.Fprintf(w, "plugin:       %s %s (abi %d, manifest from %s)\n", m.Plugin.Name, m.Plugin.Version, m.ABI, in.ManifestSource)
-		fmt.Fprintf(w, "capabilities: %s\n", orNone(m.Capabilities))
+		printRoles(w, m.Roles)
+		printCapabilities(w, in)
+		printNeeds(w, in)
 		fmt.Fprintln(w, "tools:")
 		for _, t := range m.Tools {
 			first, _, _ := strings.Cut(t.Description, "\n")
@@ -375,6 +393,9 @@ func printInspection(w io.Writer, in *inspection) {
 				fmt.Fprintf(w, "  %-20s %s\n", p.Name, p.Description)
 			}
 		}
+	}
+	if in.Manifest == nil && len(in.ImportedCapabilities) > 0 {
+		printCapabilities(w, in)
 	}
 	if in.limitsFrom != "" {
 		fmt.Fprintf(w, "limits:       as %s sets them (plugins.settings.%s.<setting>, else plugins.*, else the defaults)\n", in.limitsFrom, in.name)

@@ -79,6 +79,8 @@ func pluginNew(ctx context.Context, in *invocation, name, dir, module, replaceFr
 		return &exitError{code: 1, err: fmt.Errorf("%w\nthe files are written: fix that, then run `go mod tidy` in %s", err, dir)}
 	}
 	fmt.Fprintf(in.stdout, "next: cd %s && make test   # then make build, make serve\n", dir)
+	fmt.Fprintf(in.stdout, "settings: the tool reads plugins.settings.%s.config.greeting (declared in main.go with sdk.NeedsConfig); "+
+		"make serve and make inspect take a plugboard.json in %s as --config\n", name, dir)
 	return nil
 }
 

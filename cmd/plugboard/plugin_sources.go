@@ -59,7 +59,8 @@ func (f *sourceFlags) load(mustExist bool) (string, *config.Config, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !mustExist {
 		return path, nil, nil
 	}
-	conf, err := config.Load(path)
+	// Sources and the lockfile only: the plugins' secrets are not read.
+	conf, err := config.LoadDeferred(path)
 	if err != nil {
 		return "", nil, &exitError{code: 2, err: err}
 	}

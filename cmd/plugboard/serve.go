@@ -23,7 +23,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	hf.register(fs)
 	warm := fs.Bool("warm", true, "compile plugins in the background at start-up so first calls are fast")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile of the whole run to FILE (for performance work)")
-	watch := fs.Duration("watch", 2*time.Second, "poll the plugin directories (and the configuration file's plugin settings) this often and serve plugins added, removed or changed while running (clients get list_changed); 0 turns it off")
+	watch := fs.Duration("watch", 2*time.Second, "poll the plugin directories (and the configuration file's plugin settings, and the agents file) this often and serve plugins added, removed or changed while running (clients get list_changed); 0 turns it off")
 	var hc httpFlags
 	hc.register(fs)
 	return func(ctx context.Context, in *invocation) error {
@@ -94,7 +94,13 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	go h.Watch(ctx, watch)
 	// The configuration file's plugin settings reload as the folders do.
 	go watchPluginSettings(ctx, h, hf.conf, watch)
+	// So do the agents (agents_watch.go).
+	if src, ok := hf.agentsSource(); ok {
+		go watchAgents(ctx, h, src, watch)
+	}
 	if ln == nil {
+		h.Logger().Info("MCP transport", "transport", "stdio")
+		h.Logger().Info("dashboard", "on", false, "why", "the dashboard is served over HTTP: serve --http ADDR")
 		err = h.ServeStdio(ctx, "plugboard", version)
 		if ctx.Err() != nil {
 			return nil // interrupted: a normal way to stop a server
@@ -106,8 +112,9 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	if len(httpOpts.Tokens) > 0 {
 		auth = "bearer token"
 	}
-	h.Logger().Info("HTTP transport", "loopback", isLoopback(ln), "auth", auth, "read_timeout", hc.readTimeout,
-		"session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions, "stateless", hc.stateless)
+	h.Logger().Info("MCP transport", "transport", "http", "addr", ln.Addr().String(), "loopback", isLoopback(ln), "auth", auth,
+		"read_timeout", hc.readTimeout, "session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions, "stateless", hc.stateless)
+	h.Logger().Info("dashboard", "on", !httpOpts.NoDashboard, "url", "http://"+ln.Addr().String()+"/")
 	// One parseable line: tests and scripts read the URL (and so the port
 	// chosen for ADDR:0) from it.
 	fmt.Fprintf(stderr, "plugboard: serving MCP over HTTP at http://%s%s\n", ln.Addr(), plughost.MCPPath)

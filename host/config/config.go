@@ -36,6 +36,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/board"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
+	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/grants"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/jsonfile"
@@ -91,6 +92,8 @@ type Config struct {
 
 	// executorIDs are the ids of the executors section's profiles.
 	executorIDs []string
+	// doc is the file as read: ResolveSecrets places its problems in it.
+	doc *jsonfile.Doc
 }
 
 // Plugins is the plugins section: where plugins are and the limits of
@@ -296,7 +299,50 @@ func Load(path string) (*Config, error) {
 // starts every error, and relative paths in it are taken from name's
 // directory. It reports every problem at once, each at FILE:LINE:COL with
 // the field's path.
-func Parse(name string, data []byte) (*Config, error) {
+func Parse(name string, data []byte) (*Config, error) { return parse(name, data, resolveStrict) }
+
+// LoadDeferred reads and checks a configuration file as Load does, but
+// leaves the plugins' secret configuration values — "${VAR}" and
+// {"secret_file": PATH} — unread: a command that loads no plugins (the
+// board commands, audit tail) must not need the environment and files
+// holding them. A command that loads plugins calls ResolveSecrets before
+// it uses the settings; until then a secret's Value is "".
+func LoadDeferred(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("configuration file: %w", err)
+	}
+	return parse(path, data, resolveLater)
+}
+
+// LoadLenient reads and checks a configuration file as Load does, except
+// that a plugin's "${VAR}" configuration value whose variable is not set is
+// no problem: it is left unset (ConfigValue.EnvUnset). For config check,
+// which reports what a file gives each plugin without needing the
+// environment holding the secrets.
+func LoadLenient(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("configuration file: %w", err)
+	}
+	return parse(path, data, resolveLenient)
+}
+
+// resolveMode is when parse reads the plugins' secret values.
+type resolveMode int
+
+const (
+	// resolveStrict reads them, and a "${VAR}" whose variable is not set
+	// is a problem (Load, Parse).
+	resolveStrict resolveMode = iota
+	// resolveLenient reads them, leaving such a value unset (LoadLenient).
+	resolveLenient
+	// resolveLater leaves them to ResolveSecrets (LoadDeferred).
+	resolveLater
+)
+
+// parse is Parse, reading the plugins' secret values as resolve says.
+func parse(name string, data []byte, resolve resolveMode) (*Config, error) {
 	doc, err := jsonfile.Parse(name, data)
 	if err != nil {
 		return nil, err
@@ -336,9 +382,12 @@ func Parse(name string, data []byte) (*Config, error) {
 		c.Sandbox.ReadWrite[i] = path(jsonfile.Path{"sandbox", "read_write", i}, p)
 	}
 	if s.Store != nil {
-		if IsPostgresURL(*s.Store) {
+		switch err := store.CheckTarget(*s.Store); {
+		case err != nil:
+			fail(jsonfile.Path{"store"}, "%v", err)
+		case IsPostgresURL(*s.Store):
 			c.Store = *s.Store
-		} else {
+		default:
 			c.Store = path(jsonfile.Path{"store"}, *s.Store)
 		}
 	}
@@ -439,6 +488,10 @@ func Parse(name string, data []byte) (*Config, error) {
 		for _, p := range ids {
 			c.executorIDs = append(c.executorIDs, executor.NormalizeName(p.Executor))
 		}
+	}
+	c.doc = doc
+	if resolve != resolveLater {
+		errs = append(errs, c.resolveSecrets(resolve == resolveLenient))
 	}
 	if err := jsonfile.Join(errs...); err != nil {
 		return nil, err
@@ -716,18 +769,22 @@ func plural(n int, what string) string {
 }
 
 // IsPostgresURL reports whether a store names a PostgreSQL server
-// (postgres:// or postgresql://) rather than a SQLite file.
-func IsPostgresURL(store string) bool {
-	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
-}
+// (postgres:// or postgresql://, any case) rather than a SQLite file.
+func IsPostgresURL(target string) bool { return store.IsPostgresURL(target) }
+
+// CheckStore refuses a store (--store, $PLUGBOARD_STORE, the file's store)
+// that is neither a SQLite file path nor a PostgreSQL URL — mysql://…, a
+// misspelt postgress://… — naming the forms it accepts. Without it such a
+// store would be a SQLite file named like the URL.
+func CheckStore(target string) error { return store.CheckTarget(target) }
 
 // StoreSummary names a store without its secrets: a SQLite file by its
 // path, a PostgreSQL URL by its host and database only.
-func StoreSummary(store string) string {
-	if !IsPostgresURL(store) {
-		return store
+func StoreSummary(target string) string {
+	if !IsPostgresURL(target) {
+		return target
 	}
-	u, err := url.Parse(store)
+	u, err := url.Parse(target)
 	if err != nil {
 		return "postgres (unparsable URL)"
 	}

@@ -170,6 +170,10 @@ func (v *ConfigValue) UnmarshalJSON(b []byte) error {
 // Value is the resolved value.
 func (v ConfigValue) Value() string { return v.value }
 
+// EnvUnset reports whether the value is "${VAR}" and VAR was not set when
+// the file was read, which only LoadLenient lets pass.
+func (v ConfigValue) EnvUnset() bool { return v.env != "" && !v.resolved }
+
 // Secret reports whether the value came from the environment or a file.
 func (v ConfigValue) Secret() bool { return v.env != "" || v.file != "" }
 
@@ -212,8 +216,8 @@ var (
 	hostLabel  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 )
 
-// checkSettings checks plugins.settings and resolves its paths and
-// values in place.
+// checkSettings checks plugins.settings and resolves its paths in place;
+// its secret values are read by resolveSecrets.
 func checkSettings(settings map[string]PluginSetting, base string, fail failFunc) {
 	for _, name := range slices.Sorted(maps.Keys(settings)) {
 		s := settings[name]
@@ -234,25 +238,8 @@ func checkSettings(settings map[string]PluginSetting, base string, fail failFunc
 			switch {
 			case key == "":
 				fail(at("config", key), "an empty key; name the value")
-			case v.env != "":
-				val, ok := lookupEnv(v.env)
-				if !ok {
-					fail(at("config", key), "environment variable %s is not set (the value is \"${%s}\")", v.env, v.env)
-				}
-				v.value, v.resolved = val, true
-			case v.file != "" && !v.resolved:
-				p := v.file
-				if !filepath.IsAbs(p) {
-					p = filepath.Join(base, p)
-				}
-				b, err := os.ReadFile(p)
-				if err != nil {
-					// The error names the file, never its content.
-					fail(at("config", key, "secret_file"), "%v", err)
-				}
-				v.file = p
-				v.value = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-				v.resolved = true
+			case v.file != "" && !v.resolved && !filepath.IsAbs(v.file):
+				v.file = filepath.Join(base, v.file)
 			}
 			s.Config[key] = v
 		}
@@ -334,6 +321,81 @@ func checkSettings(settings map[string]PluginSetting, base string, fail failFunc
 		checkFunctionTools(s.Tools, at, fail)
 		settings[name] = s
 	}
+}
+
+// ResolveSecrets reads the plugins' secret configuration values of a file
+// read with LoadDeferred: each "${VAR}" from the environment, each
+// {"secret_file": PATH} from its file (its trailing newline trimmed). A
+// variable that is not set, or a file that cannot be read, is a problem
+// placed at its field; every problem is reported at once, and none shows
+// a value. Values read already (Load does) are left as they are. A nil
+// Config has none.
+func (c *Config) ResolveSecrets() error {
+	if c == nil {
+		return nil
+	}
+	return c.resolveSecrets(false)
+}
+
+// resolveSecrets is ResolveSecrets; with unsetEnvOK a "${VAR}" whose
+// variable is not set is left unset rather than failed (LoadLenient).
+func (c *Config) resolveSecrets(unsetEnvOK bool) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(c.Plugins.Settings)) {
+		cfg := c.Plugins.Settings[name].Config
+		for _, key := range slices.Sorted(maps.Keys(cfg)) {
+			v := cfg[key]
+			if v.resolved {
+				continue
+			}
+			at := jsonfile.Path{"plugins", "settings", name, "config", key}
+			switch {
+			case v.env != "":
+				val, ok := lookupEnv(v.env)
+				if !ok && !unsetEnvOK {
+					errs = append(errs, c.errorf(at, "environment variable %s is not set (the value is \"${%s}\")", v.env, v.env))
+				}
+				v.value, v.resolved = val, ok
+			case v.file != "":
+				b, err := os.ReadFile(v.file)
+				if err != nil {
+					// The error names the file, never its content.
+					errs = append(errs, c.errorf(append(at, "secret_file"), "%v", err))
+					continue
+				}
+				v.value = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+				v.resolved = true
+			}
+			cfg[key] = v
+		}
+	}
+	return jsonfile.Join(errs...)
+}
+
+// SecretsRead refuses settings holding a secret value not read: from a
+// file read with LoadDeferred and not resolved (ResolveSecrets), or a
+// variable LoadLenient found unset. A host given one would run the plugin
+// with an empty value in place of the secret the operator configured.
+func SecretsRead(settings map[string]PluginSetting) error {
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
+		cfg := settings[name].Config
+		for _, key := range slices.Sorted(maps.Keys(cfg)) {
+			if v := cfg[key]; v.Secret() && !v.resolved {
+				return fmt.Errorf("plugins.settings.%s.config.%s (%s) was not read: resolve the configuration's secrets (config.Config.ResolveSecrets) before opening the host",
+					name, key, v.From())
+			}
+		}
+	}
+	return nil
+}
+
+// errorf is a problem at the field p of the file, placed in it when the
+// Config was read from one.
+func (c *Config) errorf(p jsonfile.Path, format string, args ...any) error {
+	if c.doc == nil {
+		return fmt.Errorf("%s: %s", p, fmt.Sprintf(format, args...))
+	}
+	return c.doc.Errorf(p, format, args...)
 }
 
 // limitSetting is one of a plugin's caps on what it makes the host keep,

@@ -369,8 +369,32 @@ func (l *Log) Close() error {
 // Masked is what a sensitive field's value is replaced with.
 const Masked = `"***"`
 
-// Invoked queues the call's row, status invoked, and returns its id.
-func (l *Log) Invoked(_ context.Context, call dispatch.AuditCall) string {
+// leaveOutKey is the context key of LeaveOut: the tool whose call made
+// under the context the log leaves out.
+type leaveOutKey struct{}
+
+// LeaveOut returns ctx marked so that a call of tool (its served name)
+// made under it writes no row: the call's Invoked returns "" and its
+// Finished does nothing. The host marks the dashboard's reads with it (a
+// page's refresh every second or three is no decision, and its rows once
+// crowded the agents' own out of the size budget: docs/DECISIONS.md).
+// Only tool is left out: any other call made under ctx is recorded.
+func LeaveOut(ctx context.Context, tool string) context.Context {
+	return context.WithValue(ctx, leaveOutKey{}, tool)
+}
+
+// leftOut reports whether ctx marks a call of tool to leave out.
+func leftOut(ctx context.Context, tool string) bool {
+	t, ok := ctx.Value(leaveOutKey{}).(string)
+	return ok && t == tool
+}
+
+// Invoked queues the call's row, status invoked, and returns its id; a
+// call LeaveOut marks gets no row and the id "".
+func (l *Log) Invoked(ctx context.Context, call dispatch.AuditCall) string {
+	if leftOut(ctx, call.Tool) {
+		return ""
+	}
 	// Masked first: what is capped — its prefix, its hash — holds no secret.
 	d := &store.Decision{ID: newID(), Kind: store.DecisionKindCall, Tool: call.Tool, RequestID: call.RequestID,
 		Input: l.capped(redact(Mask(call.Input, call.Sensitive), call.Redact)), Status: store.DecisionInvoked, CreatedAt: store.FormatTime(l.now())}

@@ -15,6 +15,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/mail"
+	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 )
@@ -56,8 +57,8 @@ func loadPlugins(tb testing.TB) *registry.Registry {
 // tools.
 type allowAll struct{ critical string }
 
-func (allowAll) Allow(*abi.Caller, *abi.Tool) *abi.Envelope { return nil }
-func (p allowAll) Critical(t *abi.Tool) bool                { return t.Name == p.critical }
+func (allowAll) Allow(context.Context, *abi.Caller, policy.Tool) *abi.Envelope { return nil }
+func (p allowAll) Critical(t policy.Tool) bool                                 { return t.Def.Name == p.critical }
 
 func TestAuditRowsThroughTheDispatcher(t *testing.T) {
 	reg := loadPlugins(t)

@@ -62,6 +62,16 @@ func (b *Board) attemptChanges(ctx context.Context, at store.Attempt, limit gito
 	return files, repos, nil
 }
 
+// attemptOutside finds the files of an attempt's folder that are in none
+// of its repos.
+func (b *Board) attemptOutside(ctx context.Context, attemptID string) (OutsideFiles, error) {
+	repos, err := b.store.AttemptRepos(ctx, attemptID)
+	if err != nil {
+		return OutsideFiles{}, err
+	}
+	return b.outsideFiles(ctx, attemptID, repos)
+}
+
 // notRead ends the reason of a guard that blocked before git read the
 // files: the summary holds what certainly changed, without lines.
 const notRead = "; measured without reading the files (lines not counted)"
@@ -98,6 +108,11 @@ func (b *Board) GetAttemptChanges(ctx context.Context, a ChangesArgs) (ChangesRe
 		return out, b.forward(ctx, host, opChanges, a, &out)
 	}
 	out := ChangesResult{AttemptID: at.ID, Guard: guardOf(b.guard), Files: []ChangedFile{}}
+	// What is outside the repos is reported whatever the guard says of
+	// what is inside: it is never merged, so it must never go unseen.
+	if out.Outside, err = b.attemptOutside(ctx, at.ID); err != nil {
+		return ChangesResult{}, err
+	}
 	limit := b.guard
 	if a.Force {
 		limit = gitops.Off

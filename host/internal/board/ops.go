@@ -486,7 +486,9 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 			TargetBranch: pr.TargetBranch, BaseCommit: base, SetupScript: pr.SetupScript, CleanupScript: pr.CleanupScript})
 	}
 	// The agent works in the repo itself when there is one, else in the
-	// attempt directory that holds every repo's worktree.
+	// attempt directory that holds every repo's worktree: its first prompt
+	// says so (workspaceNote), and what it writes beside the worktrees is
+	// reported as outside any repository (outside.go), never merged.
 	if len(repos) == 1 {
 		attempt.Dir = repos[0].WorktreeDir
 	}
@@ -498,7 +500,7 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 		return StartResult{}, err
 	}
 	c := &chain{b: b, attempt: attempt, repos: repos, profile: profile, variant: variant,
-		prompt: initialPrompt(profile, task), env: b.processEnv(nil, project.ID, task.ID, attemptID),
+		prompt: initialPrompt(profile, task, repos), env: b.processEnv(nil, project.ID, task.ID, attemptID),
 		agentEnv: b.processEnv(profile.Env, project.ID, task.ID, attemptID)}
 	first, err := c.setup(context.WithoutCancel(ctx), 0)
 	if err != nil {
@@ -512,18 +514,38 @@ func (b *Board) StartTaskAttempt(ctx context.Context, a StartArgs) (StartResult,
 
 // initialPrompt is what the agent is first asked: the task. SHELL runs its
 // prompt as a script, so it gets the description alone (the title is not
-// a command), or the title when there is no description.
-func initialPrompt(p executor.Profile, t store.Task) string {
+// a command), or the title when there is no description. An agent of
+// several repos is also told where it stands (workspaceNote).
+func initialPrompt(p executor.Profile, t store.Task, repos []store.AttemptRepo) string {
 	if p.Executor == "SHELL" {
 		if strings.TrimSpace(t.Description) != "" {
 			return t.Description
 		}
 		return t.Title
 	}
-	if strings.TrimSpace(t.Description) == "" {
-		return t.Title
+	prompt := t.Title
+	if strings.TrimSpace(t.Description) != "" {
+		prompt += "\n\n" + t.Description
 	}
-	return t.Title + "\n\n" + t.Description
+	if len(repos) > 1 {
+		prompt += "\n\n" + workspaceNote(repos)
+	}
+	return prompt
+}
+
+// workspaceNote tells a multi-repo agent where it starts: in the folder
+// holding one clone per repo, where a file of its own belongs to no repo
+// and is never merged. Coding-agent CLIs resolve paths and confine their
+// writes to where they start, so the agent starts above the clones, able
+// to reach them all, and is told to write inside them.
+func workspaceNote(repos []store.AttemptRepo) string {
+	folders := make([]string, len(repos))
+	for i, r := range repos {
+		folders[i] = r.RepoName + "/ (merged into " + r.TargetBranch + ")"
+	}
+	return "Workspace: the current folder holds one git clone per repository of this task: " + strings.Join(folders, ", ") +
+		". Make every change inside those folders (e.g. " + repos[0].RepoName + "/path/to/file). " +
+		"A file written in the current folder itself, beside them, is in no repository: it is not merged when your work is approved."
 }
 
 // processEnv is the whole environment of an attempt's processes: the

@@ -101,8 +101,12 @@ func (b *Board) describeForReview(ctx context.Context, attemptID string, item *R
 		item.ChangesError = &msg
 		return nil
 	}
+	outside, err := b.outsideFiles(ctx, at.ID, repos)
+	if err != nil {
+		return err
+	}
 	s := summarize(files)
-	item.Changes = &ReviewChanges{FileCount: s.FileCount, Added: s.Added, Deleted: s.Deleted}
+	item.Changes = &ReviewChanges{FileCount: s.FileCount, Added: s.Added, Deleted: s.Deleted, OutsideCount: outside.Count}
 	return nil
 }
 
@@ -128,7 +132,8 @@ func (b *Board) describeRemoteForReview(ctx context.Context, host string, at sto
 		item.ChangesError = &msg
 		return nil
 	}
-	item.Changes = &ReviewChanges{FileCount: ch.Summary.FileCount, Added: ch.Summary.Added, Deleted: ch.Summary.Deleted}
+	item.Changes = &ReviewChanges{FileCount: ch.Summary.FileCount, Added: ch.Summary.Added, Deleted: ch.Summary.Deleted,
+		OutsideCount: ch.Outside.Count}
 	return nil
 }
 
@@ -159,6 +164,11 @@ type MergedRepo = tasks.MergedRepo
 // worktree with uncommitted changes in the way, refuses the approval with
 // a conflict envelope and changes nothing. See gitops.PrepareMerge for how
 // the merge is made.
+//
+// The answer says, per repo, exactly what its target branch gained (the
+// commits and files, or nothing to merge), and lists the files of the
+// attempt folder outside every repo, which no approval merges, with a
+// warning (reportApproval).
 func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResult, error) {
 	at, err := b.attempt(ctx, a.AttemptID)
 	if err != nil {
@@ -244,6 +254,12 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 				WithDetail("repo", r.RepoName).WithDetail("checkout", p.Checkout).WithDetail("dirty_paths", dirty)
 		}
 	}
+	// Looked for before anything changes, and reported with the merge:
+	// what is outside the repos is never merged.
+	outside, err := b.outsideFiles(ctx, at.ID, repos)
+	if err != nil {
+		return ApproveResult{}, err
+	}
 	out := ApproveResult{AttemptID: at.ID, TaskID: task.ID, WorkspaceBranch: at.Branch, Repos: []MergedRepo{}}
 	message := "Merge attempt " + id8 + ": " + firstLine(task.Title)
 	for i, r := range repos {
@@ -260,19 +276,67 @@ func (b *Board) ApproveAttempt(ctx context.Context, a ApproveArgs) (ApproveResul
 			}
 			return ApproveResult{}, env
 		}
-		m := MergedRepo{RepoName: r.RepoName, TargetBranch: r.TargetBranch, MergeCommit: res.Commit, MergedVia: tasks.MergedVia(res.Via)}
-		if res.ChangesCommit != "" {
-			c := res.ChangesCommit
-			m.ChangesCommit = &c
-		}
-		out.Repos = append(out.Repos, m)
+		out.Repos = append(out.Repos, mergedRepo(r, res))
 	}
 	if err := b.store.SetTaskStatus(ctx, task.ID, store.StatusDone); err != nil {
 		return ApproveResult{}, err
 	}
 	b.store.TouchAttempt(ctx, at.ID)
 	out.TaskStatus = store.StatusDone
+	reportApproval(&out, outside)
 	return out, nil
+}
+
+// mergedRepo is the answer's account of how repo r was merged: exactly
+// the commits and files its target branch gained, none when it was up to
+// date.
+func mergedRepo(r store.AttemptRepo, res gitops.MergeResult) MergedRepo {
+	m := MergedRepo{RepoName: r.RepoName, TargetBranch: r.TargetBranch, MergeCommit: res.Commit, MergedVia: tasks.MergedVia(res.Via),
+		Merged: res.Via != gitops.MergedViaUpToDate, Commits: []string{}, Files: []string{}}
+	if res.ChangesCommit != "" {
+		c := res.ChangesCommit
+		m.ChangesCommit = &c
+	}
+	if m.Merged {
+		m.CommitCount, m.Commits = res.Merged.CommitCount, append(m.Commits, res.Merged.Commits...)
+		m.FileCount = res.Merged.FileCount
+		for _, f := range res.Merged.Files {
+			m.Files = append(m.Files, r.RepoName+"/"+f)
+		}
+	}
+	return m
+}
+
+// reportApproval fills what an approval says beyond the repos: whether
+// anything was merged at all, a summary a person can read, the files
+// left outside the repos and the warnings. It never says merged of a
+// repo whose branch did not move.
+func reportApproval(out *ApproveResult, outside OutsideFiles) {
+	out.Outside, out.Warnings = outside, []string{}
+	parts := make([]string, 0, len(out.Repos)+1)
+	for _, m := range out.Repos {
+		out.Merged = out.Merged || m.Merged
+		parts = append(parts, repoSummary(m))
+	}
+	if w := outsideWarning(outside); w != "" {
+		out.Warnings = append(out.Warnings, w)
+		parts = append(parts, "not merged: "+outsideCount(outside)+" outside any repository")
+	}
+	if !out.Merged {
+		out.Warnings = append(out.Warnings, "nothing was merged: no repo had work its target branch lacks; the task is done all the same")
+	}
+	out.Summary = strings.Join(parts, "; ")
+}
+
+// repoSummary is one repo's part of the summary: "app@main: merged 2
+// commits, 3 files (merge commit 1a2b3c4d5e6f)" or "lib@main: nothing to
+// merge".
+func repoSummary(m MergedRepo) string {
+	where := m.RepoName + "@" + m.TargetBranch
+	if !m.Merged {
+		return where + ": nothing to merge"
+	}
+	return fmt.Sprintf("%s: merged %s, %s (merge commit %.12s)", where, plural(int64(m.CommitCount), "commit"), plural(int64(m.FileCount), "file"), m.MergeCommit)
 }
 
 func targetsOf(repos []store.AttemptRepo, names []string) string {

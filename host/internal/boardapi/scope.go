@@ -95,9 +95,10 @@ func (a *API) scope(ctx context.Context, op string, args json.RawMessage, h hand
 		// Unreachable while TestScopeCoversEveryOp holds; refuse rather
 		// than serve an operation nobody scoped.
 		return nil, abi.NewEnvelope(abi.CodePermissionDenied, "board operation "+op+" is not scoped for agents with limited scope",
-			"ask your supervisor with mail_send").WithDetail("op", op)
+			askSupervisor(ctx)).WithDetail("op", op)
 	}
-	v := &visibility{api: a, caller: c, scope: sc, op: op, attemptTask: map[string]string{}}
+	v := &visibility{api: a, caller: c, scope: sc, op: op, attemptTask: map[string]string{},
+		may: func(tool string) bool { return caller.May(ctx, tool) }}
 	if s.check != nil {
 		if err := s.check(ctx, v, args); err != nil {
 			return nil, err
@@ -126,6 +127,21 @@ type visibility struct {
 	attemptTask map[string]string
 	// projects are the projects of the reachable work, once computed.
 	projects map[string]bool
+	// may tells whether the caller may call a tool (caller.May), so a
+	// hint names only tools it can act on; nil: every tool.
+	may func(tool string) bool
+}
+
+// mayCall reports whether the caller may call tool (see may).
+func (v *visibility) mayCall(tool string) bool { return v.may == nil || v.may(tool) }
+
+// askSupervisor is the hint's way up: mail_send when the caller may send
+// mail, else the operator's setting.
+func askSupervisor(ctx context.Context) string {
+	if caller.May(ctx, "mail_send") {
+		return "ask your supervisor with mail_send"
+	}
+	return "the operator widens an agent's reach in the agents file (scope)"
 }
 
 func (v *visibility) store() Store { return v.api.store() }
@@ -218,11 +234,21 @@ func (v *visibility) denied(kind, id string) error {
 	for _, t := range v.scope.Tasks {
 		own = append(own, "task "+t)
 	}
-	hint := "you have no task or attempt on the board: ask your supervisor for work with mail_send " +
-		"(the operator assigns task_id and attempt_id, or a wider scope, in the agents file)"
+	hint := "you have no task or attempt on the board: the operator assigns task_id and attempt_id, or a wider scope, in the agents file"
+	if v.mayCall("mail_send") {
+		hint = "you have no task or attempt on the board: ask your supervisor for work with mail_send " +
+			"(the operator assigns task_id and attempt_id, or a wider scope, in the agents file)"
+	}
 	if len(own) > 0 {
-		hint = "you may reach only your own work: " + strings.Join(own, ", ") +
-			" (agent_get_task shows it); for other work, ask your supervisor with mail_send"
+		hint = "you may reach only your own work: " + strings.Join(own, ", ")
+		if v.mayCall("agent_get_task") {
+			hint += " (agent_get_task shows it)"
+		}
+		if v.mayCall("mail_send") {
+			hint += "; for other work, ask your supervisor with mail_send"
+		} else {
+			hint += "; other work is the operator's to grant (scope in the agents file)"
+		}
 	}
 	env := abi.NewEnvelope(abi.CodePermissionDenied, fmt.Sprintf("%s %s is outside the work agent %q may reach", kind, id, who), hint)
 	env.Details = map[string]any{"agent_id": who, "agent_type": role, "op": v.op, kind + "_id": id,

@@ -86,8 +86,10 @@ type Options struct {
 	// Tools lists the tools caller may call (name, title, description,
 	// input schema).
 	Tools func(caller *abi.Caller) []Tool
-	// Decisions reads the decision log (operator only).
+	// Decisions lists the decision log's rows f selects, newest first,
+	// and Decision reads one row whole (operator only).
 	Decisions func(ctx context.Context, f DecisionQuery) (any, error)
+	Decision  func(ctx context.Context, id string) (any, error)
 	// Inbox, ReadMail and ReplyMail serve the human inbox (operator only).
 	Inbox     func(ctx context.Context, includeRead bool) (any, error)
 	ReadMail  func(ctx context.Context, mailID string) (any, error)
@@ -107,12 +109,18 @@ type Tool struct {
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 }
 
-// DecisionQuery filters the decision log.
+// DecisionQuery filters the decision log; its fields combine, and an
+// empty one selects every row.
 type DecisionQuery struct {
+	// Agent is the caller's identity.
 	Agent, Tool string
-	// Since keeps rows finished at or after it (the store's time format,
-	// UTC); "" all.
-	Since string
+	// Status is "ok", "error" or "invoked" (not finished); ErrorCode, with
+	// Status "error", one envelope code.
+	Status, ErrorCode string
+	// From and To bound when the calls started: From <= start < To; a
+	// zero time does not bound.
+	From, To time.Time
+	// Limit is how many rows at most, 1 to maxDecisions.
 	Limit int
 }
 
@@ -123,9 +131,13 @@ type Dashboard struct {
 	// tokens maps the SHA-256 of each token in Options.Tokens to its
 	// identity and session key: a sign-in looks the typed token's digest
 	// up, and a session holds only the digest of the token it was made
-	// with, and a MAC under that token's key.
-	tokens   map[[32]byte]signer
-	sessions Sessions
+	// with, and a MAC under that token's key. SetTokens replaces it
+	// (tokensMu); needLogin says whether New was given any, which a
+	// later set never changes.
+	tokens    map[[32]byte]signer
+	tokensMu  sync.RWMutex
+	needLogin bool
+	sessions  Sessions
 	// openCSRF is the CSRF token of the page when no login is needed.
 	openCSRF string
 }
@@ -217,21 +229,43 @@ func New(opts Options) *Dashboard {
 	if d.sessions == nil {
 		d.sessions = &memorySessions{m: map[string]Session{}}
 	}
-	for tok, id := range opts.Tokens {
-		if tok != "" {
-			if d.tokens == nil {
-				d.tokens = map[[32]byte]signer{}
-			}
-			k := hmac.New(sha256.New, []byte(tok))
-			k.Write([]byte(sessionKeyLabel))
-			d.tokens[sha256.Sum256([]byte(tok))] = signer{identity: id, key: k.Sum(nil)}
-		}
-	}
+	d.SetTokens(opts.Tokens)
+	d.needLogin = d.tokens != nil
 	return d
 }
 
+// SetTokens replaces the tokens that may sign in, as Options.Tokens (the
+// agents file reloaded): a session made with a token no longer among them,
+// or now another identity's, ends at its next request. Whether the page
+// needs a sign-in stays as New decided, so a dashboard left with no token
+// signs nobody in rather than opening to everyone.
+func (d *Dashboard) SetTokens(tokens map[string]string) {
+	var m map[[32]byte]signer
+	for tok, id := range tokens {
+		if tok != "" {
+			if m == nil {
+				m = map[[32]byte]signer{}
+			}
+			k := hmac.New(sha256.New, []byte(tok))
+			k.Write([]byte(sessionKeyLabel))
+			m[sha256.Sum256([]byte(tok))] = signer{identity: id, key: k.Sum(nil)}
+		}
+	}
+	d.tokensMu.Lock()
+	d.tokens = m
+	d.tokensMu.Unlock()
+}
+
+// signerOf returns the signer of the token whose SHA-256 is sum.
+func (d *Dashboard) signerOf(sum [32]byte) (signer, bool) {
+	d.tokensMu.RLock()
+	defer d.tokensMu.RUnlock()
+	sg, ok := d.tokens[sum]
+	return sg, ok
+}
+
 // loginRequired reports whether the page needs a sign-in.
-func (d *Dashboard) loginRequired() bool { return d.tokens != nil }
+func (d *Dashboard) loginRequired() bool { return d.needLogin }
 
 // digest is the hex SHA-256 of s.
 func digest(s string) string {
@@ -348,7 +382,7 @@ func (d *Dashboard) valid(ctx context.Context, idHash string) (Session, bool, er
 	if b, err := hex.DecodeString(s.TokenHash); err == nil && len(b) == len(tokenSum) {
 		copy(tokenSum[:], b)
 	}
-	sg, configured := d.tokens[tokenSum]
+	sg, configured := d.signerOf(tokenSum)
 	if !configured || sg.identity != s.Identity ||
 		!hmac.Equal([]byte(s.MAC), []byte(s.mac(sg.key))) ||
 		time.Since(s.Seen) > sessionIdle || time.Since(s.Created) > sessionLifetime {
@@ -446,7 +480,7 @@ func (d *Dashboard) api(w http.ResponseWriter, r *http.Request, name string) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": res})
-	case "decisions", "inbox", "inbox/read", "inbox/reply", "plugins", "hosts":
+	case "decisions", "decision", "inbox", "inbox/read", "inbox/reply", "plugins", "hosts":
 		if !d.operator(c) {
 			writeEnvelope(w, http.StatusForbidden, abi.NewEnvelope(abi.CodePermissionDenied,
 				"only the operator or a SUPERVISOR may read "+name, "sign in with the operator's token"))
@@ -464,12 +498,21 @@ func (d *Dashboard) operatorAPI(w http.ResponseWriter, r *http.Request, name str
 	var err error
 	switch name {
 	case "decisions":
-		q := r.URL.Query()
-		limit, _ := strconv.Atoi(q.Get("limit"))
-		if limit <= 0 || limit > 500 {
-			limit = 100
+		// A refused filter is answered like a refused tool call (200, the
+		// envelope): the page shows it, the browser logs no failed request.
+		f, env := decisionQuery(r.URL.Query())
+		if env != nil {
+			writeEnvelope(w, http.StatusOK, env)
+			return
 		}
-		out, err = d.opts.Decisions(ctx, DecisionQuery{Agent: q.Get("agent"), Tool: q.Get("tool"), Since: q.Get("since"), Limit: limit})
+		out, err = d.opts.Decisions(ctx, f)
+	case "decision":
+		id, env := decisionID(r.URL.Query())
+		if env != nil {
+			writeEnvelope(w, http.StatusOK, env)
+			return
+		}
+		out, err = d.opts.Decision(ctx, id)
 	case "inbox":
 		out, err = d.opts.Inbox(ctx, r.URL.Query().Get("include_read") == "true")
 	case "inbox/read", "inbox/reply":
@@ -525,7 +568,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// A map lookup by the digest: its timing tells nothing of the token.
 	tokenSum := sha256.Sum256([]byte(strings.TrimSpace(body.Token)))
-	sg, ok := d.tokens[tokenSum]
+	sg, ok := d.signerOf(tokenSum)
 	if !ok {
 		// Slow guessing down a little; the token space does the rest.
 		time.Sleep(200 * time.Millisecond)

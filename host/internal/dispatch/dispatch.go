@@ -28,6 +28,7 @@ import (
 	"github.com/plugboard/plugboard/abi/jsonscan"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
+	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/schema"
@@ -172,8 +173,27 @@ func SensitiveFields(inputSchema json.RawMessage) []string {
 
 // Permits reports whether caller may call tool under the policy (always
 // true without one): the transports list only such tools.
-func (d *Dispatcher) Permits(c *abi.Caller, tool *abi.Tool) bool {
-	return d.opts.Policy == nil || d.opts.Policy.Allow(c, tool) == nil
+func (d *Dispatcher) Permits(c *abi.Caller, tool registry.Tool) bool {
+	return d.opts.Policy == nil || d.opts.Policy.Allow(context.Background(), c, policyTool(tool)) == nil
+}
+
+// may is caller.May's answer for c: whether c may call the tool served
+// under name (or alias).
+func (d *Dispatcher) may(c *abi.Caller) func(string) bool {
+	return func(name string) bool {
+		t, ok := d.reg.Resolve(name)
+		return ok && d.Permits(c, t)
+	}
+}
+
+// policyTool is what the policy is told of a served tool: its definition,
+// its plugin's name and the roles that plugin declares.
+func policyTool(t registry.Tool) policy.Tool {
+	pt := policy.Tool{Def: t.Def}
+	if t.Plugin != nil {
+		pt.Plugin, pt.Roles = t.Plugin.Name(), t.Plugin.Manifest.Roles
+	}
+	return pt
 }
 
 // Resolve returns the tool served under name or alias.
@@ -245,6 +265,11 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	} else {
 		ctx = caller.With(ctx, req.Caller)
 	}
+	// Hints, the policy's and those of the host functions the plugin
+	// calls, name only tools this caller may call.
+	if d.opts.Policy != nil {
+		ctx = caller.WithMay(ctx, d.may(req.Caller))
+	}
 	st := d.state(tool.Def)
 	audit := AuditCall{Caller: req.Caller, Tool: req.Tool, Input: req.Arguments, Sensitive: st.sensitive}
 	// The plugin's secrets (its settings' values from the environment and
@@ -257,7 +282,7 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 		audit.RequestID, _, _ = idempotency.Key(req.Arguments, k.KeyField)
 	}
 	if d.opts.Policy != nil {
-		audit.Critical = d.opts.Policy.Critical(tool.Def)
+		audit.Critical = d.opts.Policy.Critical(policyTool(tool))
 	}
 	var auditID string
 	if d.opts.Auditor != nil {
@@ -305,7 +330,7 @@ func (ex *execution) recordRequest(r HTTPRecord) {
 // steps runs the caller policy, validation, idempotency and plugin steps.
 func (d *Dispatcher) steps(ctx context.Context, tool registry.Tool, req Request, st *toolState, ex *execution) *Result {
 	if d.opts.Policy != nil {
-		if env := d.opts.Policy.Allow(req.Caller, tool.Def); env != nil {
+		if env := d.opts.Policy.Allow(ctx, req.Caller, policyTool(tool)); env != nil {
 			return failed(env)
 		}
 	}

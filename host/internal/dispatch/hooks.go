@@ -6,19 +6,22 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 )
 
 // Policy decides whether a caller may call a tool (host/internal/policy implements
 // it). The tool is the resolved definition, so its aliases can be matched
-// as well as its name.
+// as well as its name, with the plugin serving it and the roles that
+// plugin's manifest declares (policy.Tool), so rules can name a plugin.
 type Policy interface {
 	// Allow returns nil when caller may call tool, else the envelope the
-	// caller gets (permission_denied naming its type and the tool).
-	Allow(caller *abi.Caller, tool *abi.Tool) *abi.Envelope
+	// caller gets (permission_denied naming its type and the tool). ctx
+	// carries caller.May, for a hint naming only tools the caller may call.
+	Allow(ctx context.Context, caller *abi.Caller, tool policy.Tool) *abi.Envelope
 	// Critical reports whether a final failure of tool is escalated as
 	// critical.
-	Critical(tool *abi.Tool) bool
+	Critical(tool policy.Tool) bool
 }
 
 // Auditor records every call to a served tool: Invoked once the tool is

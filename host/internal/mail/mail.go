@@ -25,6 +25,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/caller"
 )
 
 // Human is the recipient id of the human inbox.
@@ -350,8 +351,12 @@ func (s *Service) received(ctx context.Context, st Store, c *abi.Caller, id, op 
 		return m, err
 	}
 	if m.ToAgentID != c.ID {
-		return store.Mail{}, abi.NewEnvelope(abi.CodePermissionDenied, "mail "+id+" is not addressed to you",
-			"only a mail's recipient may "+op+" it; use a mail_id from your own mail_list_inbox").WithDetail("mail_id", id)
+		// The hint names mail_list_inbox only to a caller that may call it.
+		hint := "only a mail's recipient may " + op + " it; use the mail_id of a mail sent to you"
+		if caller.May(ctx, "mail_list_inbox") {
+			hint = "only a mail's recipient may " + op + " it; use a mail_id from your own mail_list_inbox"
+		}
+		return store.Mail{}, abi.NewEnvelope(abi.CodePermissionDenied, "mail "+id+" is not addressed to you", hint).WithDetail("mail_id", id)
 	}
 	return m, nil
 }

@@ -16,6 +16,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -104,7 +105,7 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: ProtocolVersions,
 	})
-	s.srv.AddReceivingMiddleware(s.filterTools)
+	s.srv.AddReceivingMiddleware(s.filterTools, s.unknownTools)
 	s.sync()
 	reg.OnChange(s.sync)
 	return s.srv
@@ -139,7 +140,7 @@ func (s *server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 		c := CallerOf(req.GetExtra(), s.opts)
 		kept := make([]*mcp.Tool, 0, len(list.Tools))
 		for _, t := range list.Tools {
-			if tool, served := s.reg.Tool(t.Name); served && s.d.Permits(c, tool.Def) {
+			if tool, served := s.reg.Tool(t.Name); served && s.d.Permits(c, tool) {
 				kept = append(kept, t)
 			}
 		}
@@ -147,6 +148,39 @@ func (s *server) filterTools(next mcp.MethodHandler) mcp.MethodHandler {
 		filtered.Tools = kept
 		return &filtered, nil
 	}
+}
+
+// unknownTools is a receiving middleware that answers a tools/call the
+// go-sdk has no handler for — a name never served, or a tool withdrawn
+// since the client listed it (its plugin deleted, a reload) — the way
+// plugboard answers every failed call: a tool result with isError and
+// the dispatcher's envelope (tool_not_found, with its hint), not the
+// go-sdk's JSON-RPC invalid-params error, which agents show as a protocol
+// failure rather than something to act on. The dispatcher resolves the
+// name itself, so an alias a tool declares is called as over REST.
+func (s *server) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		call, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil || !s.unregistered(err, call.Params.Name) {
+			return res, err
+		}
+		return s.callTool(call.Params.Name)(ctx, call)
+	}
+}
+
+// unregistered reports whether err is the go-sdk's answer to a call of a
+// tool it has no handler for (an invalid-params error) and name is indeed
+// not among the tools served.
+func (s *server) unregistered(err error, name string) bool {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeInvalidParams {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, served := s.tools[name]
+	return !served
 }
 
 // sync makes the served lists equal to the registry's. Entries whose

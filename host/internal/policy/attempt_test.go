@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -43,19 +44,19 @@ func TestAttemptIdentity(t *testing.T) {
 		if !sc.HasAttempt("a1") || sc.HasAttempt("a2") || sc.HasTask("t1") {
 			t.Errorf("scope %+v reaches more or less than attempt a1", sc)
 		}
-		if env := pol.Allow(c, &abi.Tool{Name: "approve_attempt"}); env == nil || env.Code != abi.CodePermissionDenied {
+		if env := pol.Allow(context.Background(), c, policy.Tool{Def: &abi.Tool{Name: "approve_attempt"}}); env == nil || env.Code != abi.CodePermissionDenied {
 			t.Errorf("approve_attempt allowed to %s: %v", c.ID, env)
 		}
-		if env := pol.Allow(c, &abi.Tool{Name: "get_context"}); env != nil {
+		if env := pol.Allow(context.Background(), c, policy.Tool{Def: &abi.Tool{Name: "get_context"}}); env != nil {
 			t.Errorf("get_context refused to %s: %v", c.ID, env)
 		}
 	}
 	// The agents file's WORKER rules are the attempt's: echo is allowed
 	// by the file, not by the defaults.
-	if env := p.Allow(c, &abi.Tool{Name: "echo"}); env != nil {
+	if env := p.Allow(context.Background(), c, policy.Tool{Def: &abi.Tool{Name: "echo"}}); env != nil {
 		t.Errorf("the file's WORKER allow list does not apply to %s: %v", c.ID, env)
 	}
-	if env := policy.Default().Allow(c, &abi.Tool{Name: "echo"}); env == nil {
+	if env := policy.Default().Allow(context.Background(), c, policy.Tool{Def: &abi.Tool{Name: "echo"}}); env == nil {
 		t.Errorf("the default WORKER rules let %s call echo", c.ID)
 	}
 	// The identity is not an agent of the file: no token, no supervisor.

@@ -1,12 +1,16 @@
 // Package policy owns who the callers are and what each may call: the
 // configured agents (id, type, supervisor, current task and attempt, HTTP
 // bearer token) read from the operator's agents file, the local identity of
-// a server run without one, and per-type allow and deny glob lists over tool
-// names and their aliases. It decides; the dispatcher asks (dispatch.Policy)
-// and the transports map a token or a flag to an identity through it.
+// a server run without one, and per-type rules over tools: allow and deny
+// lists, and the add and remove lists that extend a type's defaults (see
+// Rules). It decides; the dispatcher asks (dispatch.Policy) with what the
+// registry knows of the tool (Tool: its plugin and the roles the plugin
+// declares), and the transports map a token or a flag to an identity
+// through it. A server that reloads the agents file holds a Live.
 package policy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,14 +22,15 @@ import (
 	"unicode"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/jsonfile"
 )
 
-// Agent types.
+// Agent types: the roles a plugin's manifest may declare (abi.AgentRoles).
 const (
-	Supervisor   = "SUPERVISOR"
-	Orchestrator = "ORCHESTRATOR"
-	Worker       = "WORKER"
+	Supervisor   = abi.RoleSupervisor
+	Orchestrator = abi.RoleOrchestrator
+	Worker       = abi.RoleWorker
 )
 
 // Types lists every agent type.
@@ -88,12 +93,59 @@ type Agent struct {
 // Caller is the agent as the dispatcher and plugins see it.
 func (a Agent) Caller() *abi.Caller { return &abi.Caller{ID: a.ID, Role: a.Type} }
 
-// Rules are the allow and deny glob lists of one agent type, matched with
-// path.Match against a tool's name and each of its aliases. Deny is checked
-// first; a tool matching no allow pattern is denied.
+// Rules are one agent type's lists of entries over tools. An entry is
+//
+//   - a glob (path.Match; an exact name is one) over a tool's name and each
+//     of its aliases,
+//   - "plugin:NAME", every tool the plugin NAME serves (its manifest's name,
+//     the one plugins.settings uses; NAME may be a glob), whatever the
+//     operator's settings rename its tools to, or
+//   - "declared" (Allow and Add only), every tool of a plugin whose
+//     manifest declares the type among its roles (abi.Manifest.Roles).
+//
+// Precedence: Deny, then Remove, refuse first; then Allow, then Add,
+// grant; a tool nothing grants is refused. So a grant never beats a
+// refusal, whichever list or form either comes from, and a plugin's
+// declaration grants only through a "declared" entry the operator wrote.
 type Rules struct {
 	Allow []string `json:"allow"`
-	Deny  []string `json:"deny"`
+	// Add grants besides Allow: the agents file's way to extend a type's
+	// defaults (or its own allow list) without restating them.
+	Add  []string `json:"add,omitempty"`
+	Deny []string `json:"deny"`
+	// Remove refuses like Deny, without replacing the deny list: tools
+	// Allow or Add would grant that the type must not call.
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Entry forms besides globs (see Rules).
+const (
+	// PluginPrefix starts an entry naming a plugin: "plugin:NAME".
+	PluginPrefix = "plugin:"
+	// Declared is the entry granting the tools of plugins that declare
+	// the type among their roles.
+	Declared = "declared"
+)
+
+// Tool is what the policy decides on: a served tool's definition (its name
+// and aliases), the name of the plugin serving it, and the agent types that
+// plugin's manifest says it is meant for. The dispatcher fills it from the
+// registry, so the policy matches "plugin:" and "declared" entries without
+// knowing the registry.
+type Tool struct {
+	Def    *abi.Tool
+	Plugin string
+	Roles  []string
+}
+
+// NamedTool is a tool known by names only (its name, then its aliases),
+// served by no plugin the policy knows of: "plugin:" and "declared"
+// entries do not match it.
+func NamedTool(names ...string) Tool {
+	if len(names) == 0 {
+		return Tool{Def: &abi.Tool{}}
+	}
+	return Tool{Def: &abi.Tool{Name: names[0], Aliases: names[1:]}}
 }
 
 // DefaultPermissions returns the rules of each type when the agents file
@@ -136,18 +188,31 @@ func Default() *Policy {
 // File is the JSON shape of an agents file.
 type File struct {
 	Agents []Agent `json:"agents"`
-	// Permissions overrides the default rules per type: a list given
-	// replaces that type's default list, an absent one keeps it.
+	// Permissions sets the rules per type (FileRules): an allow or deny
+	// list given replaces that type's default list, an absent one keeps
+	// it; add and remove extend whichever is in force.
 	Permissions map[string]FileRules `json:"permissions,omitempty"`
-	// CriticalTools are tool names or globs (matched like permissions)
-	// whose final failure is escalated as critical.
+	// CriticalTools are entries (globs or "plugin:NAME", matched like
+	// permissions) whose tools' final failure is escalated as critical.
 	CriticalTools []string `json:"critical_tools,omitempty"`
 }
 
-// FileRules is one type's rules in an agents file; nil keeps the default.
+// FileRules is one type's rules in an agents file. Allow and Deny replace
+// the type's default lists (nil keeps them): the form to use when the
+// defaults must go. Add and Remove extend the lists in force — the
+// defaults, or Allow and Deny when given — without restating them: the
+// form that keeps the defaults, and with them every tool a later version
+// adds to them. Both forms may be given together. See Rules for the
+// entries and their precedence.
 type FileRules struct {
 	Allow *[]string `json:"allow,omitempty"`
 	Deny  *[]string `json:"deny,omitempty"`
+	// Add grants tools besides the allow list in force, e.g.
+	// ["toolbox_*", "plugin:toolbox", "declared"].
+	Add []string `json:"add,omitempty"`
+	// Remove refuses tools the allow list in force or Add would grant,
+	// e.g. ["mail_send"] while "mail_*" is allowed.
+	Remove []string `json:"remove,omitempty"`
 }
 
 // Load reads an agents file; "" gives Default().
@@ -260,20 +325,28 @@ func ParseDoc(doc *jsonfile.Doc) (*Policy, error) {
 		if r.Deny != nil {
 			rules.Deny = *r.Deny
 		}
-		for j, pat := range rules.Allow {
-			if err := checkPattern(pat); err != nil {
-				fail(at.Join("allow", j), "%v", err)
+		rules.Add, rules.Remove = r.Add, r.Remove
+		for _, l := range []struct {
+			key     string
+			entries []string
+			grants  bool
+		}{{"allow", rules.Allow, true}, {"add", rules.Add, true}, {"deny", rules.Deny, false}, {"remove", rules.Remove, false}} {
+			for j, e := range l.entries {
+				if err := checkEntry(e, l.grants); err != nil {
+					fail(at.Join(l.key, j), "%v", err)
+				}
 			}
 		}
-		for j, pat := range rules.Deny {
-			if err := checkPattern(pat); err != nil {
-				fail(at.Join("deny", j), "%v", err)
+		for j, e := range rules.Add {
+			if why := refusedFirst(rules, e, r.Deny != nil); why != "" {
+				fail(at.Join("add", j), "%q grants nothing: %s refuses it first (refusals win over grants); %s", e, why,
+					"drop it from add, or from the list that refuses it")
 			}
 		}
 		p.perms[typ] = rules
 	}
-	for j, pat := range f.CriticalTools {
-		if err := checkPattern(pat); err != nil {
+	for j, e := range f.CriticalTools {
+		if err := checkEntry(e, false); err != nil {
 			fail(jsonfile.Path{"critical_tools", j}, "%v", err)
 		}
 	}
@@ -292,6 +365,51 @@ func checkPattern(pat string) error {
 		return fmt.Errorf("pattern %q: %w", pat, err)
 	}
 	return nil
+}
+
+// checkEntry checks one entry of a list; "declared" only grants, so it is
+// refused where grants is false (deny, remove, critical_tools).
+func checkEntry(e string, grants bool) error {
+	if e == Declared {
+		if !grants {
+			return fmt.Errorf("%q only grants (allow, add); to refuse a plugin's tools name it: \"%sNAME\"", Declared, PluginPrefix)
+		}
+		return nil
+	}
+	if name, ok := strings.CutPrefix(e, PluginPrefix); ok {
+		if name == "" {
+			return fmt.Errorf("%q names no plugin: write %sNAME, NAME as plugboard plugin inspect shows it", e, PluginPrefix)
+		}
+		if _, err := path.Match(name, ""); err != nil {
+			return fmt.Errorf("plugin pattern %q: %w", name, err)
+		}
+		return nil
+	}
+	return checkPattern(e)
+}
+
+// refusedFirst says which refusal makes the add entry e useless, or "":
+// only for an exact tool name, whose fate a glob refusal decides for sure.
+// fileDeny tells whether the deny list is the file's or the default one.
+func refusedFirst(r Rules, e string, fileDeny bool) string {
+	if e == Declared || strings.HasPrefix(e, PluginPrefix) || strings.ContainsAny(e, `*?[\`) {
+		return ""
+	}
+	deny := "the default deny"
+	if fileDeny {
+		deny = "deny"
+	}
+	for _, l := range []struct {
+		what    string
+		entries []string
+	}{{deny, r.Deny}, {"remove", r.Remove}} {
+		for _, pat := range l.entries {
+			if ok, _ := path.Match(pat, e); ok {
+				return fmt.Sprintf("%s %q", l.what, pat)
+			}
+		}
+	}
+	return ""
 }
 
 // Agents returns the configured agents in file order.
@@ -334,57 +452,114 @@ func (p *Policy) Tokens() map[string]string {
 func (p *Policy) Rules(typ string) Rules { return p.perms[typ] }
 
 // Permits reports whether an agent type may call a tool known by names (its
-// name, then its aliases), and which rule decided: "deny PATTERN",
-// "allow PATTERN" or "no allow pattern".
+// name, then its aliases; see NamedTool), and which rule decided (see
+// Decide).
 func (p *Policy) Permits(typ string, names ...string) (bool, string) {
+	return p.Decide(typ, NamedTool(names...))
+}
+
+// Decide reports whether an agent type may call t, and which rule decided:
+// "deny ENTRY", "remove ENTRY", "allow ENTRY", "add ENTRY", or "no allow
+// pattern" (see Rules for the order).
+func (p *Policy) Decide(typ string, t Tool) (bool, string) {
 	rules, ok := p.perms[typ]
 	if !ok {
 		return false, "unknown agent type"
 	}
-	if pat, hit := matchAny(rules.Deny, names); hit {
-		return false, "deny " + pat
-	}
-	if pat, hit := matchAny(rules.Allow, names); hit {
-		return true, "allow " + pat
+	for _, l := range []struct {
+		what    string
+		entries []string
+		grants  bool
+	}{{"deny", rules.Deny, false}, {"remove", rules.Remove, false}, {"allow", rules.Allow, true}, {"add", rules.Add, true}} {
+		if e, hit := matchAny(l.entries, typ, t); hit {
+			return l.grants, l.what + " " + e
+		}
 	}
 	return false, "no allow pattern"
 }
 
-func matchAny(patterns, names []string) (string, bool) {
-	for _, pat := range patterns {
-		for _, n := range names {
-			if ok, _ := path.Match(pat, n); ok {
-				return pat, true
-			}
+// matchAny returns the first of entries that matches t for agent type typ.
+func matchAny(entries []string, typ string, t Tool) (string, bool) {
+	for _, e := range entries {
+		if matches(e, typ, t) {
+			return e, true
 		}
 	}
 	return "", false
 }
 
-func names(tool *abi.Tool) []string { return append([]string{tool.Name}, tool.Aliases...) }
+// matches reports whether one entry (see Rules) matches t.
+func matches(e, typ string, t Tool) bool {
+	if e == Declared {
+		return t.Plugin != "" && slices.Contains(t.Roles, typ)
+	}
+	if name, ok := strings.CutPrefix(e, PluginPrefix); ok {
+		hit, _ := path.Match(name, t.Plugin)
+		return t.Plugin != "" && hit
+	}
+	if t.Def == nil {
+		return false
+	}
+	if ok, _ := path.Match(e, t.Def.Name); ok {
+		return true
+	}
+	for _, a := range t.Def.Aliases {
+		if ok, _ := path.Match(e, a); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// typeOf is the agent type c's calls are decided under: a configured
+// agent's type in this policy — which may have changed since its session
+// began, when the agents file was reloaded — else the role c carries.
+func (p *Policy) typeOf(c *abi.Caller) string {
+	if a, ok := p.Agent(c.ID); ok {
+		return a.Type
+	}
+	return c.Role
+}
 
 // Allow implements dispatch.Policy: nil when the caller's type may call
-// tool, else a permission_denied envelope naming the type and the tool.
-func (p *Policy) Allow(c *abi.Caller, tool *abi.Tool) *abi.Envelope {
-	if c == nil {
-		env := abi.NewEnvelope(abi.CodePermissionDenied, fmt.Sprintf("tool %q needs a caller identity and the call has none", tool.Name),
-			"connect with an agent's bearer token (HTTP) or start the server with --agent ID (stdio)")
-		return env.WithDetail("tool", tool.Name)
+// t, else a permission_denied envelope naming the type and the tool, whose
+// hint names only tools the caller may call (caller.May: ctx is the call's,
+// carrying what the dispatcher allows it).
+func (p *Policy) Allow(ctx context.Context, c *abi.Caller, t Tool) *abi.Envelope {
+	name := ""
+	if t.Def != nil {
+		name = t.Def.Name
 	}
-	ok, rule := p.Permits(c.Role, names(tool)...)
+	if c == nil {
+		env := abi.NewEnvelope(abi.CodePermissionDenied, fmt.Sprintf("tool %q needs a caller identity and the call has none", name),
+			"connect with an agent's bearer token (HTTP) or start the server with --agent ID (stdio)")
+		return env.WithDetail("tool", name)
+	}
+	typ := p.typeOf(c)
+	ok, rule := p.Decide(typ, t)
 	if ok {
 		return nil
 	}
 	env := abi.NewEnvelope(abi.CodePermissionDenied,
-		fmt.Sprintf("tool %q is not allowed for agent type %q", tool.Name, c.Role),
-		"call tools/list for the tools your agent type may call; if this one must run, ask your supervisor with mail_send")
-	env.Details = map[string]any{"agent_id": c.ID, "agent_type": c.Role, "tool": tool.Name, "rule": rule}
+		fmt.Sprintf("tool %q is not allowed for agent type %q", name, typ), deniedHint(ctx, typ))
+	env.Details = map[string]any{"agent_id": c.ID, "agent_type": typ, "tool": name, "rule": rule}
 	return env
 }
 
-// Critical implements dispatch.Policy: whether tool (by name or alias)
-// matches critical_tools.
-func (p *Policy) Critical(tool *abi.Tool) bool {
-	_, hit := matchAny(p.critical, names(tool))
+// deniedHint tells a refused caller what it can do: ask its supervisor by
+// mail when it may send mail, else it has no tool to ask with, and the
+// hint names the setting the operator would change.
+func deniedHint(ctx context.Context, typ string) string {
+	const list = "call tools/list for the tools your agent type may call"
+	if caller.May(ctx, "mail_send") {
+		return list + "; if this one must run, ask your supervisor with mail_send"
+	}
+	return fmt.Sprintf("%s; if this one must run, the operator grants it in the agents file (permissions.%s.add)", list, typ)
+}
+
+// Critical implements dispatch.Policy: whether t matches critical_tools
+// (by name, alias or "plugin:NAME").
+func (p *Policy) Critical(t Tool) bool {
+	_, hit := matchAny(p.critical, "", t)
 	return hit
 }

@@ -114,7 +114,7 @@ func TestPermissionMatrix(t *testing.T) {
 		for i, typ := range policy.Types {
 			allowed := want[i] != '-'
 			c := &abi.Caller{ID: "a-" + strings.ToLower(typ), Role: typ}
-			env := p.Allow(c, def)
+			env := p.Allow(context.Background(), c, policy.Tool{Def: def})
 			if (env == nil) != allowed {
 				t.Errorf("%s × %s: allowed = %v, want %v (%v)", typ, name, env == nil, allowed, env)
 			}
@@ -156,7 +156,7 @@ func TestPermissionAliases(t *testing.T) {
 	p := policy.Default()
 	// A deny pattern on an alias wins over an allow on the name.
 	tool := &abi.Tool{Name: "get_attempt_file", Aliases: []string{"mcp__epic__read_file"}}
-	if env := p.Allow(&abi.Caller{ID: "w", Role: policy.Worker}, tool); env == nil || env.Details["rule"] != "deny mcp__epic__*" {
+	if env := p.Allow(context.Background(), &abi.Caller{ID: "w", Role: policy.Worker}, policy.Tool{Def: tool}); env == nil || env.Details["rule"] != "deny mcp__epic__*" {
 		t.Errorf("worker calling a tool aliased mcp__epic__*: %v", env)
 	}
 	// An allow pattern matching only an alias allows.
@@ -164,13 +164,13 @@ func TestPermissionAliases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env := q.Allow(&abi.Caller{ID: "w", Role: policy.Worker}, &abi.Tool{Name: "mail_send", Aliases: []string{"mcp__mail__send"}}); env != nil {
+	if env := q.Allow(context.Background(), &abi.Caller{ID: "w", Role: policy.Worker}, policy.NamedTool("mail_send", "mcp__mail__send")); env != nil {
 		t.Errorf("alias allow: %v", env)
 	}
-	if env := q.Allow(&abi.Caller{ID: "w", Role: policy.Worker}, &abi.Tool{Name: "mail_send"}); env == nil {
+	if env := q.Allow(context.Background(), &abi.Caller{ID: "w", Role: policy.Worker}, policy.NamedTool("mail_send")); env == nil {
 		t.Error("a tool without the alias was allowed")
 	}
-	if env := p.Allow(nil, &abi.Tool{Name: "echo"}); env == nil || env.Code != abi.CodePermissionDenied {
+	if env := p.Allow(context.Background(), nil, policy.Tool{Def: &abi.Tool{Name: "echo"}}); env == nil || env.Code != abi.CodePermissionDenied {
 		t.Errorf("nil caller: %v", env)
 	}
 }
@@ -206,8 +206,8 @@ func TestAgentsFile(t *testing.T) {
 	if got := p.Tokens(); len(got) != 2 || got["tok-sup-0123456789abcdef0123456789"] != "sup" || got["tok-w1-0123456789abcdef01234567890"] != "w1" {
 		t.Errorf("tokens = %v", got)
 	}
-	if !p.Critical(&abi.Tool{Name: "start_task_attempt"}) || !p.Critical(&abi.Tool{Name: "x", Aliases: []string{"mcp__epic__x"}}) ||
-		p.Critical(&abi.Tool{Name: "get_task"}) {
+	if !p.Critical(policy.Tool{Def: &abi.Tool{Name: "start_task_attempt"}}) || !p.Critical(policy.NamedTool("x", "mcp__epic__x")) ||
+		p.Critical(policy.Tool{Def: &abi.Tool{Name: "get_task"}}) {
 		t.Error("critical_tools not matched by name and alias")
 	}
 	if d, err := policy.Load(""); err != nil || len(d.Agents()) != 0 {

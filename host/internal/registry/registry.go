@@ -74,6 +74,12 @@ type Plugin struct {
 	// plain is set for a plain Extism module, whose tools its settings
 	// describe (plain.go).
 	plain *plainModule
+	// stamp is the file's as it was loaded, module what is known of that
+	// version's bytes and keep what keeps a copy of them (lastgood.go);
+	// module is nil for a source's plugin.
+	stamp  fileStamp
+	module *module
+	keep   *keeper
 }
 
 // Name is the plugin's declared name.
@@ -105,14 +111,14 @@ func (p *Plugin) cachedBefore() bool {
 	if p.compiled.Load() {
 		return true
 	}
-	wasm, err := os.ReadFile(p.Path)
+	wasm, err := p.wasm()
 	return err == nil && p.engine.Cached(wasm)
 }
 
 // compile is Runtime without telling the warm-up that a call waits.
 func (p *Plugin) compile(ctx context.Context) (*runtime.Plugin, error) {
 	p.once.Do(func() {
-		wasm, err := os.ReadFile(p.Path)
+		wasm, err := p.wasm()
 		if err != nil {
 			p.err = err
 			return
@@ -204,6 +210,10 @@ type fileEntry struct {
 	err            error
 }
 
+// kept reports whether the entry's file failed to load while the plugin of
+// the version before it is still served (lastgood.go).
+func (e *fileEntry) kept() bool { return e.err != nil && e.plugin != nil }
+
 // fileStamp is what a poll compares: size and modification time.
 type fileStamp struct {
 	size    int64
@@ -244,6 +254,9 @@ type Options struct {
 
 	// gate is the registry's: calls' compilations against the warm-up.
 	gate *compileGate
+	// keeper keeps the last good version of each plugin file while Watch
+	// runs (lastgood.go).
+	keeper *keeper
 }
 
 // Load finds and loads every plugin. A broken plugin is logged and recorded
@@ -259,6 +272,7 @@ func Load(ctx context.Context, opts Options) (*Registry, error) {
 		opts.DescribeTimeout = 10 * time.Second
 	}
 	opts.gate = &compileGate{}
+	opts.keeper = &keeper{dir: opts.DataDir, log: opts.Logger}
 	r := &Registry{opts: opts, files: map[string]*fileEntry{}}
 	if _, err := r.reload(ctx); err != nil {
 		return nil, err
@@ -296,11 +310,14 @@ func (r *Registry) OnChange(fn func()) {
 
 // Watch polls the plugin directories every interval until ctx ends and
 // reloads when a file changed; new plugins are warmed in the background.
-// A poll is a directory walk and a stat per .wasm file.
+// A poll is a directory walk and a stat per .wasm file. While it runs, a
+// plugin file replaced by one that does not load keeps its last good
+// version served (lastgood.go).
 func (r *Registry) Watch(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
+	r.keepVersions()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -409,6 +426,9 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 				file = e.module
 			}
 			e.plugin, e.err = loadOne(ctx, file, r.opts)
+			if e.err == nil && e.module == "" {
+				e.plugin.stamp, e.plugin.module = e.stamp, &module{}
+			}
 			if src, ok := origin[path]; ok && e.err == nil {
 				e.plugin.Origin = src.Origin
 				if declared := e.plugin.Manifest.Plugin.Name; declared != src.Name {
@@ -431,6 +451,15 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	if !changed {
 		return false, nil
 	}
+	// A file that changed and no longer loads keeps the version before it
+	// served, when a copy of that version was kept.
+	for i, e := range entries {
+		if old := r.files[files[i]]; e.err != nil && old != e {
+			if k := keptEntry(old, e); k != nil {
+				entries[i] = k
+			}
+		}
+	}
 	s := &snapshot{tools: map[string]Tool{}, aliases: map[string]string{}, resources: map[string]Resource{}, prompts: map[string]Prompt{}}
 	next := make(map[string]*fileEntry, len(files))
 	for _, src := range r.opts.Sources {
@@ -440,13 +469,14 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	}
 	var candidates []int // entries to serve, by index
 	for i, e := range entries {
-		if e.err == nil {
+		fresh := r.files[files[i]] != e
+		if e.plugin != nil {
 			// Bound to the plugin's current settings: a plugin whose settings
 			// changed is a new entry, and the old one is retired below.
 			if b := e.plugin.bind(r.opts.settingsFor(e.plugin.Name())); b != e.plugin {
 				if r.files[files[i]] == e {
 					// Served already: the old entry's plugin is retired.
-					e = &fileEntry{stamp: e.stamp, origin: e.origin, module: e.module, plugin: b}
+					e = &fileEntry{stamp: e.stamp, origin: e.origin, module: e.module, plugin: b, err: e.err}
 				} else {
 					e.plugin = b
 				}
@@ -456,6 +486,17 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 		}
 		next[files[i]] = e
 		err := e.err
+		if e.kept() {
+			// Once per new file: later polls find the same entry.
+			if fresh {
+				var kept *KeptError
+				errors.As(e.err, &kept)
+				r.opts.Logger.Error("plugin file refused; still serving its previous version", "path", files[i],
+					"plugin", e.plugin.Name(), "sha256", kept.SHA256, "err", kept.Err)
+			}
+			s.problems = append(s.problems, Problem{Path: files[i], Err: e.err})
+			err = nil
+		}
 		if err == nil {
 			err = e.plugin.functionsErr() // a plain module's settings (plain.go)
 		}
@@ -513,7 +554,7 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	// Plugins whose file went away or changed: close them once their calls
 	// finish, without holding up the reload.
 	for path, old := range r.files {
-		if next[path] != old && old.plugin != nil {
+		if n := next[path]; old.plugin != nil && (n == nil || n.plugin != old.plugin) {
 			go old.plugin.close(r.opts.Logger)
 		}
 	}
@@ -640,7 +681,7 @@ func (s *snapshot) add(p *Plugin, pinned bool, opts Options) {
 }
 
 func loadOne(ctx context.Context, path string, opts Options) (*Plugin, error) {
-	p := &Plugin{Path: path, engine: opts.Engine, interp: opts.Interpreter, gate: opts.gate}
+	p := &Plugin{Path: path, engine: opts.Engine, interp: opts.Interpreter, gate: opts.gate, keep: opts.keeper}
 	raw, found, err := manifestSection(path)
 	if err != nil {
 		return nil, fmt.Errorf("not a loadable WebAssembly module: %w", err)
@@ -1015,6 +1056,13 @@ func (r *Registry) Close(ctx context.Context) error {
 		}
 		if err := e.plugin.closeRuntime(ctx); errors.Is(err, runtime.ErrBusy) {
 			busy = err
+		}
+	}
+	if busy == nil {
+		for _, e := range r.files {
+			if e.plugin != nil {
+				e.plugin.module.close()
+			}
 		}
 	}
 	return busy

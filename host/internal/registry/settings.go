@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -111,7 +110,8 @@ func (p *Plugin) bind(s *Settings) *Plugin {
 		return p
 	}
 	q := &Plugin{Path: p.Path, Manifest: p.Manifest, FromSection: p.FromSection, Origin: p.Origin,
-		engine: p.engine, interp: p.interp, granted: p.granted, fingerprint: fp, gate: p.gate}
+		engine: p.engine, interp: p.interp, granted: p.granted, fingerprint: fp, gate: p.gate,
+		stamp: p.stamp, module: p.module, keep: p.keep}
 	if s != nil {
 		q.settings = *s
 		q.redactor = runtime.NewRedactor(s.Options.Secrets)
@@ -130,10 +130,20 @@ func (p *Plugin) options() runtime.PluginOptions {
 	// The engine releases the compiled module of a plugin not being
 	// called and reads the file again for its next call; it refuses the
 	// bytes unless they are those it compiled (a changed file is served
-	// anew by the next Reload).
-	path := p.Path
-	opts.Reload = func() ([]byte, error) { return os.ReadFile(path) }
+	// anew by the next Reload, or, when it does not load, this version
+	// from the copy kept of it: lastgood.go).
+	opts.Reload = p.wasm
 	return opts
+}
+
+// Settings are the operator's settings the plugin is bound to, those its
+// calls run with (zero: none), for showing what is in force. The maps and
+// slices are the binding's own: read them, never change them.
+func (p *Plugin) Settings() Settings {
+	if p == nil {
+		return Settings{}
+	}
+	return p.settings
 }
 
 // CallTimeout is the deadline the operator set for the plugin's calls (0:

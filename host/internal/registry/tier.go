@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"os"
 	"sync"
 	"time"
 
@@ -44,7 +43,7 @@ func (p *Plugin) interpreted(ctx context.Context) *runtime.Plugin {
 		return nil
 	}
 	p.tier.once.Do(func() {
-		wasm, err := os.ReadFile(p.Path)
+		wasm, err := p.wasm()
 		if err != nil || p.engine.Cached(wasm) || p.compiled.Load() {
 			return
 		}

@@ -68,6 +68,32 @@ var generatedSchemas = map[string]toolSchemas{
               "string"
             ],
             "description": "commit (hex SHA) that recorded the worktree's uncommitted changes on the attempt branch before merging; null when there were none"
+          },
+          "merged": {
+            "type": "boolean",
+            "description": "true when target_branch moved to a merge commit holding the attempt's commits; false when there was nothing to merge (merged_via up_to_date)"
+          },
+          "commit_count": {
+            "type": "integer",
+            "description": "number of the attempt's commits target_branch gained (changes_commit included); 0 when nothing was merged"
+          },
+          "commits": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "those commits (hex SHAs), newest first, at most 20; empty when nothing was merged"
+          },
+          "file_count": {
+            "type": "integer",
+            "description": "number of files the merge changed on target_branch; 0 when nothing was merged"
+          },
+          "files": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "those files, repo-prefixed (repo_name/path), sorted, at most 100; empty when nothing was merged"
           }
         },
         "required": [
@@ -75,10 +101,80 @@ var generatedSchemas = map[string]toolSchemas{
           "target_branch",
           "merge_commit",
           "merged_via",
-          "changes_commit"
+          "changes_commit",
+          "merged",
+          "commit_count",
+          "commits",
+          "file_count",
+          "files"
         ]
       },
-      "description": "one entry per repo of the attempt, each merged into its target branch"
+      "description": "one entry per repo of the attempt: what was merged into its target branch, or nothing (merged false)"
+    },
+    "merged": {
+      "type": "boolean",
+      "description": "true when at least one repo's target branch gained the attempt's work; false when there was nothing to merge anywhere"
+    },
+    "summary": {
+      "type": "string",
+      "description": "what was merged, per repo (commits and files, or nothing to merge), and what was not (files outside any repository)"
+    },
+    "outside": {
+      "type": "object",
+      "properties": {
+        "count": {
+          "type": "integer",
+          "description": "files outside any repository (not merged); a lower bound when partial"
+        },
+        "total_bytes": {
+          "type": "integer",
+          "description": "sum of their sizes in bytes; a lower bound when partial"
+        },
+        "files": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "path": {
+                "type": "string",
+                "description": "path relative to the attempt folder (not repo-prefixed: it is in no repo), e.g. notes.txt; not readable with get_attempt_file"
+              },
+              "bytes": {
+                "type": "integer",
+                "description": "size in bytes"
+              }
+            },
+            "required": [
+              "path",
+              "bytes"
+            ]
+          },
+          "description": "the first of them by path, at most 50 (and 8 KiB of paths); empty when none"
+        },
+        "truncated": {
+          "type": "boolean",
+          "description": "true when files lists fewer than count"
+        },
+        "partial": {
+          "type": "boolean",
+          "description": "true when the search stopped after reading 10000 directory entries, or a folder could not be read: count and total_bytes are then lower bounds"
+        }
+      },
+      "description": "files outside any repository (not merged): the attempt wrote them beside the repo folders; they stay in the attempt folder; count 0 when none",
+      "required": [
+        "count",
+        "total_bytes",
+        "files",
+        "truncated",
+        "partial"
+      ]
+    },
+    "warnings": {
+      "type": "array",
+      "items": {
+        "type": "string"
+      },
+      "description": "what the reviewer should know: work that was not merged (files outside any repository, or nothing to merge at all); empty when none"
     },
     "task_status": {
       "type": "string",
@@ -97,6 +193,10 @@ var generatedSchemas = map[string]toolSchemas{
     "task_id",
     "workspace_branch",
     "repos",
+    "merged",
+    "summary",
+    "outside",
+    "warnings",
     "task_status"
   ]
 }`,
@@ -595,6 +695,56 @@ var generatedSchemas = map[string]toolSchemas{
         ]
       },
       "description": "the changed files; empty when blocked"
+    },
+    "outside": {
+      "type": "object",
+      "properties": {
+        "count": {
+          "type": "integer",
+          "description": "files outside any repository (not merged); a lower bound when partial"
+        },
+        "total_bytes": {
+          "type": "integer",
+          "description": "sum of their sizes in bytes; a lower bound when partial"
+        },
+        "files": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "path": {
+                "type": "string",
+                "description": "path relative to the attempt folder (not repo-prefixed: it is in no repo), e.g. notes.txt; not readable with get_attempt_file"
+              },
+              "bytes": {
+                "type": "integer",
+                "description": "size in bytes"
+              }
+            },
+            "required": [
+              "path",
+              "bytes"
+            ]
+          },
+          "description": "the first of them by path, at most 50 (and 8 KiB of paths); empty when none"
+        },
+        "truncated": {
+          "type": "boolean",
+          "description": "true when files lists fewer than count"
+        },
+        "partial": {
+          "type": "boolean",
+          "description": "true when the search stopped after reading 10000 directory entries, or a folder could not be read: count and total_bytes are then lower bounds"
+        }
+      },
+      "description": "files outside any repository (not merged): written in the attempt folder beside the repo folders, in no repo, so approve_attempt cannot merge them; count 0 when none",
+      "required": [
+        "count",
+        "total_bytes",
+        "files",
+        "truncated",
+        "partial"
+      ]
     }
   },
   "required": [
@@ -603,7 +753,8 @@ var generatedSchemas = map[string]toolSchemas{
     "guard",
     "blocked",
     "blocked_reason",
-    "files"
+    "files",
+    "outside"
   ]
 }`,
 	},
@@ -1844,13 +1995,18 @@ var generatedSchemas = map[string]toolSchemas{
               "deleted": {
                 "type": "integer",
                 "description": "lines deleted"
+              },
+              "outside_count": {
+                "type": "integer",
+                "description": "files written outside any repository (not merged, not in file_count); see get_attempt_changes outside"
               }
             },
             "description": "summary of the attempt's changes (uncommitted and untracked files included); null without attempt or when not measurable",
             "required": [
               "file_count",
               "added",
-              "deleted"
+              "deleted",
+              "outside_count"
             ]
           },
           "changes_error": {

@@ -148,8 +148,8 @@ Avoid: approving from the queue alone; read the changes (get_attempt_patch) firs
 	descApproveAttempt = `Use when: a reviewed attempt is good: merge its branch into each repo's target branch; the task becomes done.
 Required: attempt_id
 Optional: none
-Next: review_queue; on a conflict, request_changes(attempt_id, feedback)
-Avoid: approving unreviewed or running attempts; uncommitted worktree changes are committed and merged too.`
+Next: check summary and warnings; on a conflict or files outside any repo, request_changes(attempt_id, feedback)
+Avoid: approving unreviewed or running attempts; uncommitted changes are merged too, files outside any repo never are.`
 
 	descRequestChanges = `Use when: a reviewed attempt needs more work: send your feedback to its agent (queued while a run goes on).
 Required: attempt_id, feedback
@@ -157,7 +157,7 @@ Optional: request_id
 Next: get_attempt_status(attempt_id), then review_queue once the task is back in review
 Avoid: vague feedback (name files and the expected result); retrying without request_id (sent twice).`
 
-	descGetAttemptChanges = `Use when: seeing what an attempt changed: summary and changed files (repo-prefixed paths).
+	descGetAttemptChanges = `Use when: seeing what an attempt changed: summary, changed files (repo-prefixed), files outside any repo (not merged).
 Required: attempt_id
 Optional: force
 Next: get_attempt_patch(attempt_id, paths) or get_attempt_file(attempt_id, path)
@@ -324,6 +324,10 @@ func RegisterControl() {
 			var out ApproveOut
 			err := c.Board(abi.OpApproveAttempt, in, &out)
 			out.Repos = nonNil(out.Repos)
+			for i := range out.Repos {
+				out.Repos[i].Commits, out.Repos[i].Files = nonNil(out.Repos[i].Commits), nonNil(out.Repos[i].Files)
+			}
+			out.Warnings, out.Outside.Files = nonNil(out.Warnings), nonNil(out.Outside.Files)
 			return out, err
 		})
 	tool(sdk.ToolSpec{Name: "request_changes", Title: "Request changes to an attempt", Description: descRequestChanges, Annotations: creates,
@@ -347,7 +351,7 @@ func RegisterWorkspace() {
 			if err := c.Board(abi.OpGetAttemptChanges, in, &out); err != nil {
 				return ChangesOut{}, err
 			}
-			out.Files = nonNil(out.Files)
+			out.Files, out.Outside.Files = nonNil(out.Files), nonNil(out.Outside.Files)
 			if out.BlockedReason != nil {
 				out.Code = blockedCode(string(*out.BlockedReason))
 			}

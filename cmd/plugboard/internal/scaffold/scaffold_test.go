@@ -3,6 +3,7 @@ package scaffold
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,7 +68,10 @@ func TestWrite(t *testing.T) {
 		}
 	}
 	main := read("main.go")
-	for _, want := range []string{`sdk.Plugin("demo", `, `Name:        "demo_greet",`, "Use when: ", "\nRequired: name\n", "\nOptional: shout\n", "\nNext: ", "\nAvoid: "} {
+	for _, want := range []string{`sdk.Plugin("demo", `, `Name:        "demo_greet",`, "Use when: ", "\nRequired: name\n", "\nOptional: shout\n", "\nNext: ", "\nAvoid: ",
+		// The one setting the tool reads, declared (optional), and how to
+		// declare a required secret and a host.
+		"\tsdk.NeedsConfig(\"greeting\", \"", `sdk.Config("greeting")`, "//\tsdk.NeedsConfig(\"API_KEY\", ", "sdk.Required, sdk.Secret)", "//\tsdk.NeedsHTTP("} {
 		if !strings.Contains(main, want) {
 			t.Errorf("main.go lacks %q", want)
 		}
@@ -75,7 +79,8 @@ func TestWrite(t *testing.T) {
 	if test := read("main_test.go"); !strings.Contains(test, `sdktest.Call(t, sdktest.Env{}, "demo_greet"`) || !strings.Contains(test, "sdktest.Build(t, \".\")") {
 		t.Errorf("main_test.go does not call demo_greet natively and built:\n%s", test)
 	}
-	if mk := read("Makefile"); !strings.Contains(mk, "PLUGBOARD ?= /opt/bin/plugboard\n") || !strings.Contains(mk, "plugin build . -o dist/demo.wasm") {
+	if mk := read("Makefile"); !strings.Contains(mk, "PLUGBOARD ?= /opt/bin/plugboard\n") || !strings.Contains(mk, "plugin build . -o dist/demo.wasm") ||
+		!strings.Contains(mk, `{"plugins": {"settings": {"demo": {"config": {"greeting": "Welcome"}}}}}`) {
 		t.Errorf("Makefile:\n%s", mk)
 	}
 
@@ -100,5 +105,47 @@ func TestWrite(t *testing.T) {
 	}
 	if _, err := os.Stat(none); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Write with a bad name left %s", none)
+	}
+}
+
+// TestMakefileConfig runs make -n on the scaffold's Makefile: serve and
+// inspect take plugboard.json as --config when the folder has one, the file
+// CONFIG names instead, and no --config without either.
+func TestMakefileConfig(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not on PATH")
+	}
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, err := Write(dir, Plugin{Name: "demo", SDKVersion: "v1.0.0", Plugboard: "/opt/bin/plugboard"}); err != nil {
+		t.Fatal(err)
+	}
+	dryRun := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("make", append([]string{"-n"}, args...)...)
+		cmd.Dir = dir
+		// CONFIG from the environment would stand in for plugboard.json.
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, "CONFIG=") || strings.HasPrefix(kv, "MAKEFLAGS=")
+		})
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	serve := `"/opt/bin/plugboard" serve --plugins dist --http 127.0.0.1:8080`
+	inspect := `"/opt/bin/plugboard" plugin inspect dist/demo.wasm`
+	if out := dryRun("serve", "inspect"); !strings.Contains(out, serve+"\n") || !strings.Contains(out, inspect+"\n") || strings.Contains(out, "--config") {
+		t.Errorf("without plugboard.json, make serve inspect runs:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plugboard.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := dryRun("serve", "inspect"); !strings.Contains(out, serve+` --config "plugboard.json"`+"\n") ||
+		!strings.Contains(out, inspect+` --config "plugboard.json"`+"\n") {
+		t.Errorf("with plugboard.json, make serve inspect runs:\n%s", out)
+	}
+	if out := dryRun("serve", "CONFIG=/etc/pb.json"); !strings.Contains(out, serve+` --config "/etc/pb.json"`+"\n") {
+		t.Errorf("make serve CONFIG=/etc/pb.json runs:\n%s", out)
 	}
 }

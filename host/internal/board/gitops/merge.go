@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -129,7 +130,31 @@ type MergePlan struct {
 	// Checkout: changes to tracked files, and untracked files the merge
 	// would overwrite.
 	Dirty []string
+	// Merged is what the target branch gains (zero when UpToDate): worked
+	// out before anything changes, so that Apply can report it without a
+	// git command that could fail after the branch moved.
+	Merged Gains
 }
+
+// Gains is what a merge brings into the target branch: the attempt's
+// commits it did not have and the files whose content changes, each
+// counted in full and listed up to a bound.
+type Gains struct {
+	// CommitCount counts the commits reachable from the merged commit and
+	// not from the target; Commits lists the newest MaxGainedCommits.
+	CommitCount int
+	Commits     []string
+	// FileCount counts the paths that differ between the target's tree
+	// and the merged tree; Files lists the first MaxGainedFiles, sorted.
+	FileCount int
+	Files     []string
+}
+
+// Bounds of Gains' lists: an answer stays small whatever the merge.
+const (
+	MaxGainedCommits = 20
+	MaxGainedFiles   = 100
+)
 
 // Ready reports whether Apply can go ahead.
 func (p *MergePlan) Ready() bool { return len(p.Conflicts) == 0 && len(p.Dirty) == 0 }
@@ -144,6 +169,8 @@ type MergeResult struct {
 	// ChangesCommit is the commit that recorded the attempt's uncommitted
 	// changes on the attempt branch, "" when there were none.
 	ChangesCommit string
+	// Merged is what the target branch gained; zero when up to date.
+	Merged Gains
 }
 
 // PrepareMerge checks how the attempt would merge into the target branch,
@@ -214,7 +241,66 @@ func PrepareMerge(ctx context.Context, spec MergeSpec) (*MergePlan, error) {
 			return nil, err
 		}
 	}
+	if p.Merged, err = gains(ctx, c.Source, p.TargetTip, p.Source, p.Tree); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// gains works out what merging source (whose merge with tip is tree)
+// brings into tip, in repo: git rev-list for the commits, git diff-tree
+// between tip and the merged tree for the files. The lists are kept to
+// their bounds while git streams them, so a merge of a million files
+// costs no more memory than one of a hundred.
+func gains(ctx context.Context, repo, tip, source, tree string) (Gains, error) {
+	var g Gains
+	out, err := run(ctx, repo, runOpts{}, "rev-list", "--count", tip+".."+source)
+	if err != nil {
+		return Gains{}, fmt.Errorf("gitops: %s: count the attempt's commits: %w", repo, err)
+	}
+	if g.CommitCount, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+		return Gains{}, fmt.Errorf("gitops: %s: count the attempt's commits: %q: %w", repo, out, err)
+	}
+	out, err = run(ctx, repo, runOpts{}, "rev-list", "--max-count="+strconv.Itoa(MaxGainedCommits), tip+".."+source)
+	if err != nil {
+		return Gains{}, fmt.Errorf("gitops: %s: list the attempt's commits: %w", repo, err)
+	}
+	g.Commits = strings.Fields(string(out))
+	files := &boundedList{max: MaxGainedFiles}
+	if _, err := run(ctx, repo, runOpts{stdout: files}, "diff-tree", "-r", "--name-only", "--no-renames", "-z", tip, tree); err != nil {
+		return Gains{}, fmt.Errorf("gitops: %s: list the files the merge changes: %w", repo, err)
+	}
+	g.FileCount, g.Files = files.count, files.items
+	return g, nil
+}
+
+// boundedList is an io.Writer taking NUL-terminated items: it counts them
+// all and keeps the first max.
+type boundedList struct {
+	max     int
+	count   int
+	items   []string
+	partial []byte // the item being written, while it is kept
+}
+
+func (l *boundedList) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			if len(l.items) < l.max {
+				l.partial = append(l.partial, b...)
+			}
+			break
+		}
+		if len(l.items) < l.max {
+			l.items = append(l.items, string(append(l.partial, b[:i]...)))
+		}
+		l.partial = l.partial[:0]
+		l.count++
+		b = b[i+1:]
+	}
+	return n, nil
 }
 
 // Apply carries out a ready plan; message is the merge commit's message.
@@ -269,6 +355,7 @@ func (p *MergePlan) Apply(ctx context.Context, message string) (res MergeResult,
 	if p.ChangesCommitted {
 		res.ChangesCommit = p.Source
 	}
+	res.Merged = p.Merged
 	if p.UpToDate {
 		res.Commit, res.Via = p.TargetTip, MergedViaUpToDate
 		return res, nil

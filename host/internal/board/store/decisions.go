@@ -100,16 +100,41 @@ func (s *Store) FinishDecision(ctx context.Context, id string, f DecisionFinish)
 	return nil
 }
 
-// DecisionFilter selects decision log rows.
+// DecisionFilter selects decision log rows; its fields combine (AND),
+// and an empty one selects every row.
 type DecisionFilter struct {
 	AgentID string
 	Tool    string
+	// Status selects one status (DecisionInvoked, DecisionOK,
+	// DecisionError).
+	Status string
+	// ErrorCode selects the calls that failed with this envelope code.
+	ErrorCode string
+	// CreatedFrom and CreatedBefore select the rows created at or after
+	// and before these times (TimeFormat): a time range of calls started.
+	CreatedFrom, CreatedBefore string
 	// Limit caps the rows (default 50).
 	Limit int
 	// FinishedAfter, when set, selects rows finished at or after this time
 	// (TimeFormat), oldest first: what a follower polls. Without it the
 	// newest Limit rows by creation are returned, newest first.
 	FinishedAfter string
+}
+
+// where returns f's conditions and their arguments.
+func (f DecisionFilter) where() (where []string, args []any) {
+	for _, c := range []struct {
+		cond, value string
+	}{
+		{"agent_id = ?", f.AgentID}, {"tool = ?", f.Tool}, {"status = ?", f.Status}, {"error_code = ?", f.ErrorCode},
+		{"created_at >= ?", f.CreatedFrom}, {"created_at < ?", f.CreatedBefore},
+		{"finished_at IS NOT NULL AND finished_at >= ?", f.FinishedAfter},
+	} {
+		if c.value != "" {
+			where, args = append(where, c.cond), append(args, c.value)
+		}
+	}
+	return where, args
 }
 
 const decisionColumns = `id, kind, agent_id, agent_type, tool, request_id, input, result, error_code, error, status,
@@ -120,19 +145,9 @@ func (s *Store) ListDecisions(ctx context.Context, f DecisionFilter) ([]Decision
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if f.AgentID != "" {
-		where, args = append(where, "agent_id = ?"), append(args, f.AgentID)
-	}
-	if f.Tool != "" {
-		where, args = append(where, "tool = ?"), append(args, f.Tool)
-	}
+	where, args := f.where()
 	order := "created_at DESC, id DESC"
 	if f.FinishedAfter != "" {
-		where, args = append(where, "finished_at IS NOT NULL AND finished_at >= ?"), append(args, f.FinishedAfter)
 		order = "finished_at, id"
 	}
 	q := `SELECT ` + decisionColumns + ` FROM decision_log`

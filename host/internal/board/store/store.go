@@ -53,9 +53,13 @@ type Store struct {
 }
 
 // OpenURL opens the store target names: a postgres:// or postgresql://
-// URL opens that PostgreSQL database, anything else is a SQLite file path
-// (Open). Pending migrations are applied.
+// URL opens that PostgreSQL database, a URL of another scheme is refused
+// (CheckTarget), anything else is a SQLite file path (Open). Pending
+// migrations are applied.
 func OpenURL(ctx context.Context, target string) (*Store, error) {
+	if err := CheckTarget(target); err != nil {
+		return nil, err
+	}
 	if !isPostgresURL(target) {
 		return Open(ctx, target)
 	}
