@@ -76,6 +76,7 @@ const (
 	CodeUnavailable         = "unavailable"
 	CodeUnsupported         = "unsupported"
 	CodeInternal            = "internal"
+	CodeInputRequired       = "input_required"
 )
 
 // Codes returns the registry of every error code, in a stable order. It is
@@ -104,6 +105,7 @@ var codes = []CodeInfo{
 	{CodeUnavailable, true, "host", "the plugin cannot serve right now (failed to load or compile); retry later"},
 	{CodeUnsupported, false, "host", "the MCP client (or the host) does not offer what was asked: sampling or elicitation from a client without that capability, or outside an MCP session"},
 	{CodeInternal, true, "host", "an unexpected host failure; the host logged it"},
+	{CodeInputRequired, false, "host", "the call needs the MCP client's answer (MCP 2026-07-28): this run ends here and the call runs again with it; return the envelope as it is"},
 }
 
 var codeIndex = func() map[string]CodeInfo {

@@ -37,6 +37,7 @@ var hostFunctions = []HostFunction{
 	{FuncNotify, "", "send the MCP client a log message, notifications/message (NotifyRequest); ABI 2"},
 	{FuncSample, CapSampling, "ask the MCP client's model for a message, sampling/createMessage (SampleRequest → SampleResult); ABI 2"},
 	{FuncElicit, CapElicitation, "ask the MCP client's user for input, elicitation/create (ElicitRequest → ElicitResult); ABI 2"},
+	{FuncAsk, "", "ask the MCP client several questions at once, each by key: sampling, elicitation, roots (AskRequest → AskResult); each question needs its kind's capability; ABI 2"},
 }
 
 // ProgressRequest is the payload of FuncProgress. It becomes an MCP

@@ -117,6 +117,16 @@ type Completion struct {
 // cancellation ends the wait, which answers an envelope). Outside an MCP
 // session (plugboard call), sample and elicit answer unsupported and notify
 // writes to the host log only.
+//
+// A client at MCP 2026-07-28 cannot be asked during a call: the host ends
+// the run at the first question it has no answer for (an input_required
+// envelope, which the plugin should return as it is), hands the question
+// to the client, and runs the call again from the start once the client
+// answers, giving every earlier question its answer at once. A plugin may
+// therefore run several times for one call: board operations it made are
+// journaled and answered again, not repeated; anything else it did before
+// asking (an HTTP request, a plugin var) happens again. Ask before you act,
+// or make the act safe to repeat.
 const (
 	// FuncNotify sends the client an MCP log message
 	// (notifications/message): a NotifyRequest. The response is 0. The
@@ -129,7 +139,61 @@ const (
 	// FuncElicit asks the client's user for input (elicitation/create): an
 	// ElicitRequest in, an ElicitResult out. Needs CapElicitation.
 	FuncElicit = "elicit"
+	// FuncAsk asks the client several questions at once — sampling,
+	// elicitation, its roots — each under a key the plugin chooses: an
+	// AskRequest in, an AskResult out. Each question needs the capability
+	// of its kind (roots need none). A client at MCP 2026-07-28 gets them
+	// in one input-required result, under those keys; an older one gets
+	// them as requests, sent together.
+	FuncAsk = "ask"
 )
+
+// Methods of a Question: the MCP request each kind of question is.
+const (
+	MethodSample = "sampling/createMessage"
+	MethodElicit = "elicitation/create"
+	MethodRoots  = "roots/list"
+)
+
+// AskRequest is the payload of FuncAsk: the questions by key. Keys are
+// the plugin's names for its questions (1–64 of [A-Za-z0-9_.-]); a client
+// at MCP 2026-07-28 answers under them.
+type AskRequest struct {
+	Questions map[string]Question `json:"questions"`
+}
+
+// Question is one question of an AskRequest, shaped like an MCP input
+// request: Method is MethodSample (Params a SampleRequest), MethodElicit
+// (an ElicitRequest) or MethodRoots (no params).
+type Question struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// AskResult is the answer of FuncAsk: one Answer per question, by key.
+type AskResult struct {
+	Answers map[string]Answer `json:"answers"`
+}
+
+// Answer is the client's answer to one Question: Result (a SampleResult,
+// an ElicitResult, or a RootsResult) or Error (unsupported when the
+// client lacks the capability the question needs).
+type Answer struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Envelope       `json:"error,omitempty"`
+}
+
+// RootsResult is the answer to a MethodRoots question (MCP's
+// ListRootsResult).
+type RootsResult struct {
+	Roots []Root `json:"roots"`
+}
+
+// Root is one of the client's roots: a file:// URI and an optional name.
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
 
 // Capabilities of ABI version 2. Both reach a person or a model the plugin
 // does not own, so the operator grants them like the board capabilities.

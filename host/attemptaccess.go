@@ -135,7 +135,7 @@ func (a *attemptAccess) endpoint() (string, uint16, error) {
 // authenticated, and a token's identity is its attempt's caller. No mail
 // notifier is attached: the host's own server keeps that role.
 func (a *attemptAccess) serverOptions() mcpserver.Options {
-	return mcpserver.Options{Name: "plugboard", Version: "agent-endpoint", Logger: a.h.log, Auditor: a.h.decisions,
+	return mcpserver.Options{Name: "plugboard", Version: "agent-endpoint", Logger: a.h.log, Auditor: a.h.decisions, StateKey: a.h.stateKey,
 		Callers: func(id string) *abi.Caller {
 			if attempt, ok := strings.CutPrefix(id, policy.AttemptPrefix); ok && attempt != "" {
 				return policy.AttemptCaller(attempt)

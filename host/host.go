@@ -108,6 +108,8 @@ type Config struct {
 
 // Host is an open plugboard host. Its methods are safe for concurrent use.
 type Host struct {
+	// stateKey seals requestStates (mcpserver.Options.StateKey).
+	stateKey   []byte
 	cfg        Config
 	log        *slog.Logger
 	registry   *registry.Registry
@@ -281,6 +283,10 @@ func (h *Host) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// requestStates are sealed under a key of their own, derived from the
+	// host's: they survive a restart, and hosts with other data
+	// directories need a shared key (HTTPOptions.StateKey).
+	h.stateKey = hostkey.Derive(cacheKey, "mcp requestState")
 	engineConfig := runtime.Config{
 		CacheDir:         filepath.Join(cfg.DataDir, "compiled"),
 		CacheKey:         cacheKey,
@@ -397,7 +403,7 @@ func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, prog
 func (h *Host) serverOptions(name, version string) mcpserver.Options {
 	return mcpserver.Options{Name: name, Version: version, Logger: h.log, Caller: h.caller,
 		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c },
-		Auditor: h.decisions}
+		Auditor: h.decisions, StateKey: h.stateKey}
 }
 
 // Server builds the MCP server over this host's tools, named name and

@@ -44,6 +44,10 @@ type HTTPOptions struct {
 	// NoDashboard leaves the web dashboard out: "/" is then a 404 like
 	// any other path but the MCP endpoints.
 	NoDashboard bool
+	// StateKey seals the requestState of input-required results (MCP
+	// 2026-07-28): hosts behind one balancer share it, so a client may
+	// answer on any of them. nil takes a key of the data directory's.
+	StateKey []byte
 }
 
 // ServeHTTP serves MCP over streamable HTTP at MCPPath (and the REST
@@ -58,6 +62,9 @@ func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions)
 		return fmt.Errorf("serve HTTP: negative read timeout %v", opts.ReadTimeout)
 	}
 	mopts := h.serverOptions(opts.Name, opts.Version)
+	if len(opts.StateKey) > 0 {
+		mopts.StateKey = opts.StateKey
+	}
 	hopts := mcpserver.HTTPOptions{
 		Loopback: tcp.IP.IsLoopback(), Port: strconv.Itoa(tcp.Port),
 		Logger: h.log, ShutdownGrace: ShutdownGrace, Execute: mcpserver.REST(h.dispatcher, mopts),

@@ -56,11 +56,16 @@ func importSample(req uint64) uint64
 //go:wasmimport plugboard:host/v1 elicit
 func importElicit(req uint64) uint64
 
+//go:wasmimport plugboard:host/v1 ask
+func importAsk(req uint64) uint64
+
 func hostNotify(req []byte) []byte { return callHost(importNotify, req) }
 
 func hostSample(req []byte) []byte { return callHost(importSample, req) }
 
 func hostElicit(req []byte) []byte { return callHost(importElicit, req) }
+
+func hostAsk(req []byte) []byte { return callHost(importAsk, req) }
 
 func hostProgress(req []byte) []byte { return callHost(importProgress, req) }
 

@@ -20,6 +20,8 @@ func hostSample(req []byte) []byte { return callNativeHost("sample", req) }
 
 func hostElicit(req []byte) []byte { return callNativeHost("elicit", req) }
 
+func hostAsk(req []byte) []byte { return callNativeHost("ask", req) }
+
 func callNativeHost(name string, req []byte) []byte {
 	if nativeHost == nil {
 		return nil

@@ -67,13 +67,21 @@ func startServer(t *testing.T, pluginDir string, extra ...string) *server {
 // is logged when the test fails.
 func dialServe(t *testing.T, env []string, opts *mcp.ClientOptions, args ...string) *server {
 	t.Helper()
+	return dialServeAt(t, "", env, opts, args...)
+}
+
+// dialServeAt is dialServe with the client asking for MCP revision version
+// ("" for the newest the go-sdk speaks).
+func dialServeAt(t *testing.T, version string, env []string, opts *mcp.ClientOptions, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(buildtest.Binary(t), append([]string{"serve"}, args...)...)
 	cmd.Env = env
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
 	}

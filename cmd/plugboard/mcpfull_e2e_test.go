@@ -94,8 +94,28 @@ func (fc *fullClient) change(list string) {
 // startFull runs `plugboard serve` on dir and connects a client with opts.
 func startFull(t *testing.T, dir string, opts *mcp.ClientOptions, extra ...string) *mcp.ClientSession {
 	t.Helper()
-	return dialServe(t, nil, opts, append([]string{"--plugins", dir, "--data", t.TempDir()}, extra...)...).session
+	return startFullAt(t, legacyRevision, dir, opts, extra...)
 }
+
+// startFullAt is startFull at MCP revision version.
+func startFullAt(t *testing.T, version, dir string, opts *mcp.ClientOptions, extra ...string) *mcp.ClientSession {
+	t.Helper()
+	s := dialServeAt(t, version, nil, opts, append([]string{"--plugins", dir, "--data", t.TempDir()}, extra...)...).session
+	if got := s.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("negotiated MCP %s, asked for %s", got, version)
+	}
+	return s
+}
+
+// The revisions the go-sdk client is checked at: the last one with
+// sessions and server-to-client requests during a call, and the first
+// without.
+const (
+	legacyRevision = "2025-11-25"
+	modernRevision = "2026-07-28"
+)
+
+var revisions = []string{legacyRevision, modernRevision}
 
 func fixtureDir(t *testing.T) string {
 	t.Helper()
@@ -118,14 +138,18 @@ func callTool(t *testing.T, s *mcp.ClientSession, name string, args any) *mcp.Ca
 }
 
 func TestMCPFullResourcesPromptsCompletion(t *testing.T) {
-	s := startFull(t, fixtureDir(t), newFullClient().options(true, true))
+	dir := fixtureDir(t)
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) { testResourcesPromptsCompletion(t, version, dir) })
+	}
+}
+
+func testResourcesPromptsCompletion(t *testing.T, version, dir string) {
+	s := startFullAt(t, version, dir, newFullClient().options(true, true))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	init := s.InitializeResult()
-	if init.ProtocolVersion != "2025-11-25" {
-		t.Errorf("negotiated protocol %q, want 2025-11-25", init.ProtocolVersion)
-	}
 	caps := init.Capabilities
 	if caps.Tools == nil || !caps.Tools.ListChanged || caps.Resources == nil || !caps.Resources.ListChanged || !caps.Resources.Subscribe ||
 		caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Completions == nil || caps.Logging == nil {
@@ -185,7 +209,9 @@ func TestMCPFullResourcesPromptsCompletion(t *testing.T) {
 	if err := s.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://watched-resource"}); err != nil {
 		t.Errorf("unsubscribe: %v", err)
 	}
-	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://nowhere"}); err == nil {
+	// From 2026-07-28 on a client subscribes on its subscriptions/listen
+	// stream, which names no resource the server could refuse.
+	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://nowhere"}); err == nil && version == legacyRevision {
 		t.Error("subscribing to an unknown resource succeeded")
 	}
 
@@ -257,7 +283,14 @@ func isRPCCode(err error, code int64) bool {
 }
 
 func TestMCPFullToolContent(t *testing.T) {
-	s := startFull(t, fixtureDir(t), newFullClient().options(false, false))
+	dir := fixtureDir(t)
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) { testToolContent(t, version, dir) })
+	}
+}
+
+func testToolContent(t *testing.T, version, dir string) {
+	s := startFullAt(t, version, dir, newFullClient().options(false, false))
 	res := callTool(t, s, "test_simple_text", map[string]any{})
 	if tc, ok := res.Content[0].(*mcp.TextContent); res.IsError || len(res.Content) != 1 || !ok || tc.Text != "This is a simple text response for testing." {
 		t.Errorf("simple text: %+v", res.Content)
@@ -346,10 +379,20 @@ func TestMCPFullLoggingAndProgress(t *testing.T) {
 	}
 }
 
+// TestMCPFullSamplingAndElicitation: a plugin's sample and elicit reach
+// the client as requests during the call before MCP 2026-07-28, and as
+// input-required results from it on (which the go-sdk client answers and
+// retries); either way the plugin gets the answer.
 func TestMCPFullSamplingAndElicitation(t *testing.T) {
 	dir := fixtureDir(t)
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) { testSamplingAndElicitation(t, version, dir) })
+	}
+}
+
+func testSamplingAndElicitation(t *testing.T, version, dir string) {
 	fc := newFullClient()
-	s := startFull(t, dir, fc.options(true, true))
+	s := startFullAt(t, version, dir, fc.options(true, true))
 	res := callTool(t, s, "test_sampling", map[string]any{"prompt": "two plus two?"})
 	if tc, ok := res.Content[0].(*mcp.TextContent); res.IsError || !ok || tc.Text != "LLM response: four" {
 		t.Errorf("sampling result %+v", res.Content)
@@ -375,11 +418,22 @@ func TestMCPFullSamplingAndElicitation(t *testing.T) {
 	fc.mu.Unlock()
 
 	// A client without the capabilities: the plugin gets an unsupported
-	// envelope, which it returns.
-	bare := startFull(t, dir, newFullClient().options(false, false))
+	// envelope, which it returns; from 2026-07-28 on the revision makes
+	// that a missing-capability error (-32021).
+	bare := startFullAt(t, version, dir, newFullClient().options(false, false))
 	for tool, args := range map[string]any{"test_sampling": map[string]any{"prompt": "x"}, "test_elicitation": map[string]any{"message": "x"}} {
-		if env := envelopeOf(t, callTool(t, bare, tool, args)); env.Code != abi.CodeUnsupported {
-			t.Errorf("%s without the client capability: %+v, want unsupported", tool, env)
+		if version == legacyRevision {
+			if env := envelopeOf(t, callTool(t, bare, tool, args)); env.Code != abi.CodeUnsupported {
+				t.Errorf("%s without the client capability: %+v, want unsupported", tool, env)
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		cancel()
+		var rpc *jsonrpc.Error
+		if !errors.As(err, &rpc) || rpc.Code != mcp.CodeMissingRequiredClientCapabilities {
+			t.Errorf("%s without the client capability: %+v, %v; want JSON-RPC error %d", tool, res, err, mcp.CodeMissingRequiredClientCapabilities)
 		}
 	}
 }

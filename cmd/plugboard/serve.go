@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -135,6 +136,8 @@ type httpFlags struct {
 	maxSessions              int
 	// stateless serves each request in a session of its own.
 	stateless bool
+	// stateKeyFile holds the key sealing requestStates.
+	stateKeyFile string
 }
 
 // envHTTPToken is the bearer token when neither --http-token nor
@@ -148,7 +151,8 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readTimeout, "http-read-timeout", plughost.DefaultHTTPReadTimeout, "time a client has to send one request's headers and body; a slower one loses its connection")
 	fs.DurationVar(&f.sessionIdle, "http-session-idle", plughost.DefaultHTTPSessionIdle, "end an MCP session after this long without a request (0: never)")
 	fs.IntVar(&f.maxSessions, "http-max-sessions", plughost.DefaultHTTPMaxSessions, "MCP sessions one identity may hold; opening another ends its least recently used idle one (0: no cap)")
-	fs.BoolVar(&f.stateless, "http-stateless", false, "serve each request in a session of its own (no Mcp-Session-Id): hosts behind a load balancer need no sticky routing; no mail notices, sampling or elicitation over HTTP")
+	fs.BoolVar(&f.stateless, "http-stateless", false, "serve each request of clients before MCP 2026-07-28 in a session of its own (no Mcp-Session-Id): hosts behind a load balancer need no sticky routing; such clients get no mail notices, sampling or elicitation")
+	fs.StringVar(&f.stateKeyFile, "http-state-key-file", "", "read the key sealing input-required results' requestState from FILE (at least 32 bytes, e.g. openssl rand -hex 32); hosts behind one load balancer share it (default: a key of the data directory)")
 }
 
 // listen opens ADDR and returns the transport's options: DNS-rebinding
@@ -178,6 +182,16 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, plughos
 		return nil, opts, usageError("--http-max-sessions must not be negative, got %d", f.maxSessions)
 	}
 	opts.ReadTimeout, opts.SessionIdle, opts.MaxSessions, opts.Stateless = f.readTimeout, f.sessionIdle, f.maxSessions, f.stateless
+	if f.stateKeyFile != "" {
+		key, err := os.ReadFile(f.stateKeyFile)
+		if err != nil {
+			return nil, opts, &exitError{code: 2, err: fmt.Errorf("--http-state-key-file: %w", err)}
+		}
+		if key = bytes.TrimSpace(key); len(key) < 32 {
+			return nil, opts, &exitError{code: 2, err: fmt.Errorf("--http-state-key-file %s: the key is %d bytes; it needs at least 32 random ones (e.g. openssl rand -hex 32)", f.stateKeyFile, len(key))}
+		}
+		opts.StateKey = key
+	}
 	// In HTTPOptions zero means the default and negative "none".
 	if f.sessionIdle == 0 {
 		opts.SessionIdle = -1

@@ -195,6 +195,10 @@ type HTTP struct {
 	MaxSessions *int      `json:"max_sessions,omitempty"`
 	// Stateless is --http-stateless.
 	Stateless *bool `json:"stateless,omitempty"`
+	// StateKeyFile holds the key sealing requestStates, shared by hosts
+	// behind one balancer (--http-state-key-file; absolute or relative to
+	// the file's directory).
+	StateKeyFile *string `json:"state_key_file,omitempty"`
 }
 
 // shape is the file as JSON: the sections other packages own are decoded
@@ -467,6 +471,10 @@ func parse(name string, data []byte, resolve resolveMode) (*Config, error) {
 		v := path(jsonfile.Path{"http", "token_file"}, *f)
 		c.HTTP.TokenFile = &v
 	}
+	if f := s.HTTP.StateKeyFile; f != nil {
+		v := path(jsonfile.Path{"http", "state_key_file"}, *f)
+		c.HTTP.StateKeyFile = &v
+	}
 	positive(fail, jsonfile.Path{"http", "read_timeout"}, s.HTTP.ReadTimeout)
 	notNegative(fail, jsonfile.Path{"http", "session_idle"}, s.HTTP.SessionIdle, "0: never")
 	notNegativeInt(fail, jsonfile.Path{"http", "max_sessions"}, s.HTTP.MaxSessions, "0: no cap")
@@ -613,6 +621,7 @@ var settings = []setting{
 	{path: "http.session_idle", flag: "http-session-idle", value: func(c *Config) []string { return dur(c.HTTP.SessionIdle) }},
 	{path: "http.max_sessions", flag: "http-max-sessions", value: func(c *Config) []string { return integer(c.HTTP.MaxSessions) }},
 	{path: "http.stateless", flag: "http-stateless", value: func(c *Config) []string { return boolean(c.HTTP.Stateless) }},
+	{path: "http.state_key_file", flag: "http-state-key-file", value: func(c *Config) []string { return str(c.HTTP.StateKeyFile) }},
 }
 
 // Given returns the flags of fs the command line set (after fs.Parse,
@@ -751,6 +760,9 @@ func (c *Config) Summary() string {
 	}
 	if h := c.HTTP; h.Stateless != nil && *h.Stateless {
 		http = append(http, "stateless")
+	}
+	if c.HTTP.StateKeyFile != nil {
+		http = append(http, "state_key_file")
 	}
 	if len(http) > 0 {
 		add("http (%s)", strings.Join(http, ", "))

@@ -214,6 +214,11 @@ type Request struct {
 	// Client is the MCP client behind the call (log notifications,
 	// sampling, elicitation); nil outside an MCP session.
 	Client Client
+	// ReplayKey names a call that may run several times — once per round
+	// of questions to an MCP 2026-07-28 client — when it carries no
+	// request_id: its board operations are journaled under it, so a later
+	// run gets their answers instead of making them again.
+	ReplayKey string
 }
 
 // Client is the MCP client a plugin may reach during a call.
@@ -356,21 +361,23 @@ func (d *Dispatcher) steps(ctx context.Context, tool registry.Tool, req Request,
 func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Request, ex *execution) *Result {
 	k := tool.Def.Idempotency
 	if k == nil {
-		return d.retry(ctx, tool, req, "", ex)
+		return d.retry(d.replayScope(ctx, req), tool, req, "", ex)
 	}
 	key, present, env := idempotency.Key(req.Arguments, k.KeyField)
 	if env != nil {
 		return failed(env.WithDetail("tool", req.Tool))
 	}
 	if !present || d.opts.Idempotency == nil {
-		return d.retry(ctx, tool, req, key, ex)
+		return d.retry(d.replayScope(ctx, req), tool, req, key, ex)
 	}
 	var fresh *Result
 	// ctx carries the call's idempotency scope into the plugin's board
 	// operations, which journal their effects under it.
 	stored, ran, env := d.opts.Idempotency.Run(ctx, req.Caller, req.Tool, k.KeyField, key, req.Arguments, func(ctx context.Context) ([]byte, bool) {
 		fresh = d.retry(ctx, tool, req, key, ex)
-		if fresh.IsError() {
+		// A run whose context ended (cancelled, or ended for a question
+		// to the client) is no answer, whatever the plugin returned.
+		if fresh.IsError() || ctx.Err() != nil {
 			return nil, false
 		}
 		return encodeStored(fresh), true
@@ -382,6 +389,18 @@ func (d *Dispatcher) deduplicate(ctx context.Context, tool registry.Tool, req Re
 		return fresh
 	}
 	return decodeStored(req.Tool, stored)
+}
+
+// replayScope returns ctx carrying the journal scope of req's ReplayKey,
+// for a call without a request_id that may run again (ctx unchanged
+// without one). The payload hash binds the journal to the caller and the
+// arguments, as a request_id's does.
+func (d *Dispatcher) replayScope(ctx context.Context, req Request) context.Context {
+	if req.ReplayKey == "" {
+		return ctx
+	}
+	hash := idempotency.ArgsHash(req.Arguments)
+	return idempotency.WithScope(ctx, req.Tool, "replay:"+req.ReplayKey, idempotency.JournalHash(idempotency.Identity(req.Caller, ""), hash))
 }
 
 // storedResult is what a keyed call leaves for its replays: the normalised
@@ -799,6 +818,9 @@ func withDetail(m map[string]any, k string, v any) map[string]any {
 	m[k] = v
 	return m
 }
+
+// Failed is the result of a call that failed with env.
+func Failed(env *abi.Envelope) *Result { return failed(env) }
 
 func failed(env *abi.Envelope) *Result {
 	b, err := json.Marshal(env)

@@ -183,3 +183,7 @@ func Equal(a, b []byte) bool { return hmac.Equal(a, b) }
 
 // Uint64 is the 8-byte big-endian form of v, for numbers among MAC's parts.
 func Uint64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// Derive returns a key for one purpose, named by label, made from key:
+// a secret of its own that says nothing about key or other purposes'.
+func Derive(key []byte, label string) []byte { return MAC(key, []byte("derive"), []byte(label)) }

@@ -176,6 +176,11 @@ func Identity(c *abi.Caller, scope string) string {
 // with the same key and arguments — made once the first released the key
 // after a failure — then never finds, and never gets the answers of, the
 // board operations the first one journaled.
+// JournalHash is the payload hash a Scope journals effects under: the
+// caller's identity and the call's payload, so each caller's effects stay
+// apart.
+func JournalHash(identity, payloadHash string) string { return journalHash(identity, payloadHash) }
+
 func journalHash(identity, payloadHash string) string {
 	sum := sha256.Sum256([]byte(identity + "\n" + payloadHash))
 	return hex.EncodeToString(sum[:])

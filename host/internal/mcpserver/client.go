@@ -1,6 +1,6 @@
 package mcpserver
 
-//lint:file-ignore SA1019 sampling, roots and logging are deprecated only from MCP 2026-07-28 on; this server speaks up to 2025-11-25 (see ProtocolVersions).
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated from MCP 2026-07-28 on, and clients before it still use them: this file is how they reach those clients.
 
 import (
 	"context"
@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/runtime"
 )
 
 // client is the MCP client of one session, as the notify, sample and elicit
@@ -138,4 +140,24 @@ func clientFailure(ctx context.Context, what string, err error) *abi.Envelope {
 		return unsupported(what)
 	}
 	return abi.NewEnvelope(abi.CodeUnavailable, fmt.Sprintf("the MCP client's %s failed: %v", what, err), "retry the call, or ask the user")
+}
+
+// Ask implements runtime.Asker: the questions go out together, as the
+// go-sdk answers an input-required result for a client before 2026-07-28.
+func (c *client) Ask(ctx context.Context, qs map[string]abi.Question) (map[string]abi.Answer, *abi.Envelope) {
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out = make(map[string]abi.Answer, len(qs))
+	)
+	for key, q := range qs {
+		wg.Go(func() {
+			a := runtime.AskOne(ctx, c, q)
+			mu.Lock()
+			out[key] = a
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out, nil
 }

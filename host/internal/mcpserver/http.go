@@ -202,8 +202,26 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 		SessionTimeout: max(opts.SessionIdle, 0),
 		Stateless:      opts.Stateless,
 	})
+	// MCP 2026-07-28 has no sessions: every request says its version
+	// (MCP-Protocol-Version) and carries what the server must know, and the
+	// go-sdk serves that revision only in its stateless mode. Such requests
+	// go to a stateless handler of the same server, whatever Stateless
+	// says; the others keep the sessions of their revision. A request's
+	// context ends when its POST does: closing the stream is how a client
+	// at the new revision cancels, on whichever host runs the call.
+	modern := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Logger:                       opts.Logger,
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+	})
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, streamable)
+	mux.Handle(MCPPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsModernRevision(r.Header.Get("Mcp-Protocol-Version")) {
+			modern.ServeHTTP(w, r)
+			return
+		}
+		streamable.ServeHTTP(w, r)
+	}))
 	if opts.Execute != nil {
 		mux.Handle(ExecutePath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Like an MCP call, a REST call ends when Serve gives up on it.

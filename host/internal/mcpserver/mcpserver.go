@@ -45,30 +45,38 @@ type Options struct {
 	// Auditor records the REST calls refused before the dispatcher saw
 	// them (an agentId that is not the caller's); nil records none.
 	Auditor dispatch.Auditor
+	// StateKey seals the requestState of input-required results (MCP
+	// 2026-07-28): hosts that share it accept each other's, so a client
+	// behind a round-robin balancer may answer on any of them. nil takes a
+	// random key of this process.
+	StateKey []byte
 }
 
 // ProtocolVersions are the MCP versions the server negotiates, newest
-// first: every version the go-sdk speaks up to 2025-11-25. Later versions
-// forbid server-to-client requests during a call (sampling and elicitation
-// become multi-round-trip results), which the blocking sample and elicit
-// host functions cannot express; a newer client falls back to 2025-11-25.
-var ProtocolVersions = func() []string {
-	var out []string
-	for _, v := range mcp.SupportedProtocolVersions() {
-		if v <= "2025-11-25" {
-			out = append(out, v)
-		}
-	}
-	return out
-}()
+// first: every version the go-sdk speaks. From 2026-07-28 on a server may
+// not send requests to the client during a call, so a plugin's sample,
+// elicit and roots reach a client at that revision as input-required
+// results (rounds.go); older clients get them as requests, as before.
+var ProtocolVersions = mcp.SupportedProtocolVersions()
+
+// ModernRevision is the first MCP revision without sessions or
+// server-to-client requests during a call.
+const ModernRevision = "2026-07-28"
+
+// IsModernRevision reports whether v, a negotiated or requested protocol
+// version, is ModernRevision or later. Versions are dates, so they order
+// as strings; an empty one is older.
+func IsModernRevision(v string) bool { return v >= ModernRevision }
 
 // server keeps the go-sdk server's lists equal to the registry's.
 type server struct {
-	reg  *registry.Registry
-	d    *dispatch.Dispatcher
-	log  *slog.Logger
-	srv  *mcp.Server
-	opts Options
+	// sealer seals the requestStates of input-required results.
+	sealer *sealer
+	reg    *registry.Registry
+	d      *dispatch.Dispatcher
+	log    *slog.Logger
+	srv    *mcp.Server
+	opts   Options
 
 	mu        sync.Mutex // serialises sync
 	tools     map[string]*abi.Tool
@@ -85,7 +93,7 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{reg: reg, d: d, log: opts.Logger, opts: opts,
+	s := &server{sealer: newSealer(opts.StateKey), reg: reg, d: d, log: opts.Logger, opts: opts,
 		tools: map[string]*abi.Tool{}, resources: map[string]*abi.Resource{},
 		templates: map[string]*abi.ResourceTemplate{}, prompts: map[string]*abi.Prompt{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
@@ -165,8 +173,33 @@ func (s *server) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "tools/call" || !ok || call.Params == nil || !s.unregistered(err, call.Params.Name) {
 			return res, err
 		}
-		return s.callTool(call.Params.Name)(ctx, call)
+		res, err = s.callTool(call.Params.Name)(ctx, call)
+		if err != nil || !IsModernRevision(call.ProtocolVersion()) {
+			return res, err
+		}
+		return completeResult(res.(*mcp.CallToolResult)), nil
 	}
+}
+
+// completeResult marks a result made outside the go-sdk's tools/call
+// handler (which marks the others) complete, as MCP 2026-07-28 requires
+// of every result: the go-sdk sets resultType only while decoding.
+func completeResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return res
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	b, _ = json.Marshal(fields)
+	var out mcp.CallToolResult
+	if json.Unmarshal(b, &out) != nil {
+		return res
+	}
+	return &out
 }
 
 // unregistered reports whether err is the go-sdk's answer to a call of a
@@ -302,7 +335,27 @@ func (s *server) callTool(name string) mcp.ToolHandler {
 		dreq := dispatch.Request{Tool: name, Arguments: req.Params.Arguments, Client: s.newClient(req.Session),
 			Caller: CallerOf(req.Extra, s.opts)}
 		dreq.Progress = progress(ctx, req.Session, req.Params.GetProgressToken())
-		return ToCallToolResult(s.d.Call(ctx, dreq)), nil
+		if !IsModernRevision(req.ProtocolVersion()) {
+			return ToCallToolResult(s.d.Call(ctx, dreq)), nil
+		}
+		rd, rctx, err := s.startRound(ctx, dreq.Client, roundRequest{kind: "tools/call", name: name, args: req.Params.Arguments,
+			caller: dreq.Caller, caps: req.ClientCapabilities(), responses: req.Params.InputResponses, state: req.Params.RequestState})
+		if err != nil {
+			return nil, err
+		}
+		dreq.Client, dreq.ReplayKey = rd, rd.st.Call
+		res := s.d.Call(rctx, dreq)
+		reqs, state, env := rd.finish(s)
+		switch {
+		case env != nil:
+			return ToCallToolResult(dispatch.Failed(env)), nil
+		case reqs != nil:
+			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
+		}
+		if err := rd.missingCapability(res); err != nil {
+			return nil, err
+		}
+		return ToCallToolResult(res), nil
 	}
 }
 
@@ -344,7 +397,30 @@ func (s *server) readTemplate(uriTemplate string) mcp.ResourceHandler {
 
 func (s *server) read(ctx context.Context, req *mcp.ReadResourceRequest, p *registry.Plugin) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	res, env := s.d.ReadResource(ctx, p, uri, s.methodOptions(ctx, req.Session, req.Params.GetProgressToken()))
+	o := s.methodOptions(ctx, req.Session, req.Params.GetProgressToken())
+	var rd *round
+	if IsModernRevision(req.ProtocolVersion()) {
+		var err error
+		rd, ctx, err = s.startRound(ctx, o.Client, roundRequest{kind: "resources/read", name: uri,
+			caller: CallerOf(req.Extra, s.opts), caps: req.ClientCapabilities(), responses: req.Params.InputResponses, state: req.Params.RequestState})
+		if err != nil {
+			return nil, err
+		}
+		o.Client = rd
+	}
+	res, env := s.d.ReadResource(ctx, p, uri, o)
+	if rd != nil {
+		reqs, state, renv := rd.finish(s)
+		switch {
+		case renv != nil:
+			return nil, rpcError(renv)
+		case reqs != nil:
+			return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}, nil
+		}
+		if err := rd.missingCapability(&dispatch.Result{Envelope: env}); err != nil {
+			return nil, err
+		}
+	}
 	if env != nil {
 		if env.Code == abi.CodeNotFound {
 			return nil, mcp.ResourceNotFoundError(uri)
@@ -363,7 +439,31 @@ func (s *server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt " + req.Params.Name}
 	}
-	res, env := s.d.GetPrompt(ctx, p, req.Params.Arguments, s.methodOptions(ctx, req.Session, req.Params.GetProgressToken()))
+	o := s.methodOptions(ctx, req.Session, req.Params.GetProgressToken())
+	var rd *round
+	if IsModernRevision(req.ProtocolVersion()) {
+		args, _ := json.Marshal(req.Params.Arguments)
+		var err error
+		rd, ctx, err = s.startRound(ctx, o.Client, roundRequest{kind: "prompts/get", name: req.Params.Name, args: args,
+			caller: CallerOf(req.Extra, s.opts), caps: req.ClientCapabilities(), responses: req.Params.InputResponses, state: req.Params.RequestState})
+		if err != nil {
+			return nil, err
+		}
+		o.Client = rd
+	}
+	res, env := s.d.GetPrompt(ctx, p, req.Params.Arguments, o)
+	if rd != nil {
+		reqs, state, renv := rd.finish(s)
+		switch {
+		case renv != nil:
+			return nil, rpcError(renv)
+		case reqs != nil:
+			return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}, nil
+		}
+		if err := rd.missingCapability(&dispatch.Result{Envelope: env}); err != nil {
+			return nil, err
+		}
+	}
 	if env != nil {
 		return nil, rpcError(env)
 	}

@@ -128,6 +128,24 @@ var hostV1Handlers = map[string]func(e *Engine, k *kernel, ctx context.Context, 
 		}
 		return c.Elicit(ctx, req)
 	},
+	abi.FuncAsk: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
+		var a abi.AskRequest
+		if err := json.Unmarshal(req, &a); err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "ask payload is not an AskRequest: "+err.Error(), "")
+		}
+		if env := checkQuestions(a.Questions, k.plugin.grants); env != nil {
+			return nil, env
+		}
+		answers, env := ask(ctx, k.client(), a.Questions)
+		if env != nil {
+			return nil, env
+		}
+		out, err := json.Marshal(abi.AskResult{Answers: answers})
+		if err != nil {
+			return nil, abi.NewEnvelope(abi.CodeInternal, "encoding the answers: "+err.Error(), "")
+		}
+		return out, nil
+	},
 	abi.FuncBoard: func(e *Engine, k *kernel, ctx context.Context, req []byte) (json.RawMessage, *abi.Envelope) {
 		if e.cfg.Board == nil {
 			return nil, abi.NewEnvelope(abi.CodeUnavailable, "this host serves no task board", "start plugboard serve with a data directory")
