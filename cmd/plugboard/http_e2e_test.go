@@ -117,25 +117,40 @@ func (p *progressLog) all() []mcp.ProgressNotificationParams {
 }
 
 // connectHTTP opens an MCP session to url with token ("" for none).
+// connectHTTP opens a session at MCP 2025-11-25, the last revision with
+// sessions, which most HTTP tests are about; connectHTTPAt asks for
+// another revision, with more client options.
 func connectHTTP(t *testing.T, url, token string) (*mcp.ClientSession, *progressLog, error) {
 	t.Helper()
+	return connectHTTPAt(t, legacyRevision, url, token, nil)
+}
+
+func connectHTTPAt(t *testing.T, version, url, token string, opts *mcp.ClientOptions) (*mcp.ClientSession, *progressLog, error) {
+	t.Helper()
 	progress := &progressLog{}
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			progress.mu.Lock()
-			progress.seen = append(progress.seen, *req.Params)
-			progress.mu.Unlock()
-		},
-	})
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	opts.ProgressNotificationHandler = func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+		progress.mu.Lock()
+		progress.seen = append(progress.seen, *req.Params)
+		progress.mu.Unlock()
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, opts)
 	httpClient := &http.Client{}
 	if token != "" {
 		httpClient.Transport = bearer{token}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, nil, err
+	}
+	if got := session.InitializeResult().ProtocolVersion; got != version {
+		session.Close()
+		return nil, nil, fmt.Errorf("negotiated MCP %s, asked for %s", got, version)
 	}
 	t.Cleanup(func() { session.Close() })
 	return session, progress, nil

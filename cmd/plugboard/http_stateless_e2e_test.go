@@ -5,7 +5,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,7 +140,7 @@ func TestStatelessHTTPBehindRoundRobin(t *testing.T) {
 	}
 
 	// The same balancer in front of hosts with sessions: the client's
-	// session lives on one host only.
+	// session lives on one host only (before MCP 2026-07-28).
 	_, base = newRoundRobin(t, serve(t.TempDir()), serve(t.TempDir()))
 	failed := false
 	if session, _, err := connectHTTP(t, base+"/mcp", ""); err != nil {
@@ -153,5 +155,96 @@ func TestStatelessHTTPBehindRoundRobin(t *testing.T) {
 	}
 	if !failed {
 		t.Error("hosts with sessions worked behind a balancer without sticky routing; the stateless test proves nothing")
+	}
+}
+
+// TestModernHTTPBehindRoundRobin: a client at MCP 2026-07-28 behind a
+// round-robin balancer, in front of two hosts sharing a store and a
+// requestState key, with no flag for statelessness: the revision has no
+// sessions. Progress reaches the client, and a plugin that writes to the
+// board and then asks the client's user and model gets its answers while
+// the call's rounds land on both hosts — the task is made once.
+func TestModernHTTPBehindRoundRobin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plugins and the binary")
+	}
+	plugins, _ := buildtest.Plugins(t, append([]string{"plugins/textdiff", "testdata/plugins/triage"}, taskPlugins...)...)
+	dataA, _ := dashboardBoard(t)
+	shared := filepath.Join(dataA, "board.db")
+	key := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("k3y", 16)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := func(data string) *httpServer {
+		return launchHTTP(t, httpEnv(), []string{"serve", "--http", "127.0.0.1:0", "--plugins", plugins,
+			"--data", data, "--store", shared, "--http-state-key-file", key})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rr, base := newRoundRobin(t, serve(dataA), serve(t.TempDir()))
+	var asked atomic.Int32
+	opts := &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			asked.Add(1)
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "a short summary"}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"priority": "high"}}, nil
+		},
+	}
+	session, progress, err := connectHTTPAt(t, modernRevision, base+"/mcp", "", opts)
+	if err != nil {
+		t.Fatalf("connect through the load balancer: %v", err)
+	}
+	var projects tasks.ProjectsOut
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "list_projects", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	structured(t, res, &projects)
+	project := projects.Projects[0].ProjectID
+
+	params := &mcp.CallToolParams{Name: "text_diff", Arguments: map[string]any{"old_text": "a\n", "new_text": "b\n"}}
+	params.SetProgressToken("rr-modern-diff")
+	if _, err := session.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return len(progress.all()) > 0 })
+
+	before := rr.counts()
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "triage_task", Arguments: map[string]any{"project_id": project, "title": "Triage me"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		TaskID   string `json:"task_id"`
+		Priority string `json:"priority"`
+		Summary  string `json:"summary"`
+	}
+	structured(t, res, &out)
+	if out.TaskID == "" || out.Priority != "high" || out.Summary != "a short summary" || asked.Load() != 2 {
+		t.Fatalf("triage_task = %+v after %d questions; want the task and both answers", out, asked.Load())
+	}
+	after := rr.counts()
+	for host := range after {
+		if after[host] == before[host] {
+			t.Errorf("host %s served none of the call's rounds (%v → %v); the test proves nothing", host, before, after)
+		}
+	}
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "list_tasks", Arguments: map[string]any{"project_id": project}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed tasks.TasksOut
+	structured(t, res, &listed)
+	made := 0
+	for _, task := range listed.Tasks {
+		if task.Title == "Triage me" {
+			made++
+		}
+	}
+	if made != 1 {
+		t.Errorf("%d tasks titled \"Triage me\" after one call in two rounds on two hosts; want 1", made)
 	}
 }

@@ -282,14 +282,21 @@ func listen(t *testing.T) (net.Listener, string) {
 	return ln, port
 }
 
+// connect opens a session at MCP 2025-11-25, the last revision with
+// sessions, which these tests are about; connectAt asks for another.
 func connect(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	return connectAt(t, "2025-11-25", url, token)
+}
+
+func connectAt(t *testing.T, version, url, token string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}},
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
