@@ -150,6 +150,17 @@ func testResourcesPromptsCompletion(t *testing.T, version, dir string) {
 	defer cancel()
 
 	init := s.InitializeResult()
+	if version == modernRevision {
+		// Caching hints: a tools/list is the caller's own, the others anyone's.
+		lt, err := s.ListTools(ctx, nil)
+		if err != nil || lt.TTLMs != 2000 || lt.CacheScope != "private" {
+			t.Errorf("tools/list caching hints: ttlMs %d, cacheScope %q (%v); want 2000, private", lt.TTLMs, lt.CacheScope, err)
+		}
+		lp, err := s.ListPrompts(ctx, nil)
+		if err != nil || lp.TTLMs != 2000 || lp.CacheScope != "public" {
+			t.Errorf("prompts/list caching hints: ttlMs %d, cacheScope %q (%v); want 2000, public", lp.TTLMs, lp.CacheScope, err)
+		}
+	}
 	caps := init.Capabilities
 	if caps.Tools == nil || !caps.Tools.ListChanged || caps.Resources == nil || !caps.Resources.ListChanged || !caps.Resources.Subscribe ||
 		caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Completions == nil || caps.Logging == nil {

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,11 +113,31 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 		SubscribeHandler:          s.subscribe,
 		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SupportedProtocolVersions: ProtocolVersions,
+		SetCacheable:              cacheHints,
 	})
 	s.srv.AddReceivingMiddleware(s.filterTools, s.unknownTools)
 	s.sync()
 	reg.OnChange(s.sync)
 	return s.srv
+}
+
+// ListTTL is how long a client may keep a list (MCP 2026-07-28 caching
+// hints): the plugin folders are polled every 2 s by default, so a list
+// kept no longer misses no change the server itself has seen yet.
+const ListTTL = 2 * time.Second
+
+// cacheHints sets the caching hints of lists and reads. tools/list is
+// private: each caller sees only the tools its role may call. A resource
+// read is the plugin's answer of the moment, private and never fresh.
+func cacheHints(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	switch req.(type) {
+	case *mcp.ListToolsRequest:
+		c.TTLMs, c.CacheScope = int(ListTTL.Milliseconds()), "private"
+	case *mcp.ReadResourceRequest:
+		c.TTLMs, c.CacheScope = 0, "private"
+	default:
+		c.TTLMs, c.CacheScope = int(ListTTL.Milliseconds()), "public"
+	}
 }
 
 // CallerOf returns the identity behind a request: the caller of its bearer
