@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 roots, sampling and logging are deprecated only from MCP 2026-07-28 on; plugboard speaks up to 2025-11-25, and hyper-mcp plugins use them.
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated from MCP 2026-07-28 on; clients before it use them, and so do hyper-mcp plugins.
 
 package main
 
@@ -27,6 +27,15 @@ func TestHyperPlugins(t *testing.T) {
 		t.Skip("builds plugins and the binary")
 	}
 	dir, _ := buildtest.Plugins(t, "testdata/plugins/hyperv2", "testdata/plugins/hyperuser")
+	for _, version := range revisions {
+		t.Run(version, func(t *testing.T) { testHyperPlugins(t, version, dir) })
+	}
+}
+
+// testHyperPlugins runs TestHyperPlugins at one MCP revision: from
+// 2026-07-28 on, what the plugins ask the client reaches it as
+// input-required results.
+func testHyperPlugins(t *testing.T, version, dir string) {
 	fc := newFullClient()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-hyper", Version: "1"}, fc.options(true, true))
 	client.AddRoots(&mcp.Root{URI: "file:///work/project", Name: "project"})
@@ -35,7 +44,7 @@ func TestHyperPlugins(t *testing.T) {
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -167,6 +176,9 @@ func TestHyperPlugins(t *testing.T) {
 		}
 	})
 
+	if version != legacyRevision {
+		return // log levels are set per session (logging/setLevel), which 2026-07-28 has not
+	}
 	t.Run("log messages and progress reach the client", func(t *testing.T) {
 		if err := s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 			t.Fatal(err)

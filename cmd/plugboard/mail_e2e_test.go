@@ -44,7 +44,9 @@ func TestMailBetweenAgents(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	boss, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer{bossToken}}}, nil)
+	// Mail notices are log notifications on a session: MCP 2025-11-25.
+	boss, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: &http.Client{Transport: bearer{bossToken}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: legacyRevision})
 	if err != nil {
 		t.Fatal(err)
 	}
