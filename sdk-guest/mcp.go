@@ -431,6 +431,13 @@ func (c *Call) Notify(level string, data any) {
 // Sample asks the client's model for a message (sampling/createMessage) and
 // waits for the answer. The plugin must Require(abi.CapSampling). A client
 // without the sampling capability answers an unsupported envelope.
+//
+// A client at MCP 2026-07-28 is asked between runs of the call: the first
+// time, Sample returns an input_required error (return it as it is), and
+// the call runs again from the start once the client has answered, when
+// Sample returns the answer. Ask before acting: board operations of the
+// earlier run are answered from a journal, anything else happens again
+// (see abi.FuncAsk). Call.Ask asks several questions in one round.
 func (c *Call) Sample(req abi.SampleRequest) (*abi.SampleResult, error) {
 	var out abi.SampleResult
 	if err := hostRequest(hostSample, "sample", req, &out); err != nil {
@@ -443,7 +450,9 @@ func (c *Call) Sample(req abi.SampleRequest) (*abi.SampleResult, error) {
 // and waits for the answer: message tells the user what is asked, schema
 // is a flat JSON Schema object (any JSON-encodable value, e.g.
 // json.RawMessage). The plugin must Require(abi.CapElicitation). A
-// declined or cancelled request is a result, not an error.
+// declined or cancelled request is a result, not an error. At MCP
+// 2026-07-28 it works as Sample does: input_required first, the answer in
+// the call's next run.
 func (c *Call) Elicit(message string, schema any) (*abi.ElicitResult, error) {
 	raw, err := json.Marshal(schema)
 	if err != nil {

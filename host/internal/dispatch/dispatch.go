@@ -221,6 +221,11 @@ type Request struct {
 	ReplayKey string
 }
 
+// ErrInputRequired is the cause a transport ends a call's context with
+// when the plugin asked the client a question that must be answered
+// between runs (MCP 2026-07-28): the call's result is then input_required.
+var ErrInputRequired = errors.New("the call needs the client's answer")
+
 // Client is the MCP client a plugin may reach during a call.
 type Client = runtime.Client
 
@@ -296,6 +301,12 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	start := time.Now()
 	ex := execution{recordHTTP: d.opts.Auditor != nil}
 	res := d.steps(ctx, tool, req, st, &ex)
+	// A run the transport ended for a question to the client ends the
+	// same way whatever the plugin made of it (returned the envelope, or
+	// was interrupted first): the log and the decision log say so.
+	if errors.Is(context.Cause(ctx), ErrInputRequired) {
+		res = failed(abi.NewEnvelope(abi.CodeInputRequired, "the call asked the client a question it has not answered yet; it runs again with the answer", ""))
+	}
 	// The call's own context may have ended: the outcome is recorded
 	// (and escalated) all the same.
 	after := context.WithoutCancel(ctx)
@@ -306,7 +317,7 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 		}
 		d.opts.Auditor.Finished(after, auditID, out)
 	}
-	if res.IsError() && ex.pluginFailed && res.Envelope.Code != abi.CodeCancelled && d.opts.Escalator != nil {
+	if res.IsError() && ex.pluginFailed && res.Envelope.Code != abi.CodeCancelled && res.Envelope.Code != abi.CodeInputRequired && d.opts.Escalator != nil {
 		d.opts.Escalator.Failed(after, audit, redactor.Envelope(res.Envelope))
 	}
 	return res

@@ -59,7 +59,7 @@ const (
 
 // errInputRequired is the cause of a round's context ending at a question
 // the client has not answered.
-var errInputRequired = errors.New("the call needs the client's answer")
+var errInputRequired = dispatch.ErrInputRequired
 
 // sealer seals and opens requestStates.
 type sealer struct {
