@@ -22,7 +22,7 @@ func TestDriverWrittenConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- writeDriver(script)
+			errs <- writeDriver(script, tsDriver)
 		}()
 	}
 	wg.Wait()

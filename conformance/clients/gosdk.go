@@ -19,6 +19,19 @@ func GoSDK(ctx context.Context, ep scenario.Endpoint) (scenario.Client, error) {
 
 // ConnectGoSDK connects the go-sdk client to ep.
 func ConnectGoSDK(ctx context.Context, ep scenario.Endpoint) (Client, error) {
+	return ConnectGoSDKAt("")(ctx, ep)
+}
+
+// ConnectGoSDKAt is ConnectGoSDK asking for MCP revision version ("" for
+// the newest); the connection fails when another is negotiated.
+func ConnectGoSDKAt(version string) func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
+	return func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
+		ep.ProtocolVersion = version
+		return connectGoSDK(ctx, ep)
+	}
+}
+
+func connectGoSDK(ctx context.Context, ep scenario.Endpoint) (Client, error) {
 	c := &goClient{progress: map[string]chan Progress{}}
 	opts := &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {

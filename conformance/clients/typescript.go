@@ -36,14 +36,19 @@ func TypeScript(dir string) scenario.Connector {
 
 // ConnectTypeScript starts the driver and connects it to ep.
 func ConnectTypeScript(ctx context.Context, dir string, ep scenario.Endpoint) (Client, error) {
-	// The driver sits beside node_modules so Node resolves the SDK from it.
-	script := filepath.Join(dir, "ts-driver.mjs")
-	if old, err := os.ReadFile(script); err != nil || !bytes.Equal(old, tsDriver) {
-		if err := writeDriver(script); err != nil {
+	return startDriver(ctx, dir, "ts-driver.mjs", tsDriver, map[string]any{}, ep, "TypeScript")
+}
+
+// startDriver starts the Node.js driver content (written beside the SDK's
+// node_modules in dir as file, so Node resolves the SDK from it) with cfg
+// and ep, and waits for it to connect. name is the client's, for errors.
+func startDriver(ctx context.Context, dir, file string, content []byte, cfg map[string]any, ep scenario.Endpoint, name string) (*tsClient, error) {
+	script := filepath.Join(dir, file)
+	if old, err := os.ReadFile(script); err != nil || !bytes.Equal(old, content) {
+		if err := writeDriver(script, content); err != nil {
 			return nil, err
 		}
 	}
-	cfg := map[string]any{}
 	if ep.URL != "" {
 		cfg["url"] = ep.URL
 	} else {
@@ -76,7 +81,7 @@ func ConnectTypeScript(ctx context.Context, dir string, ep scenario.Endpoint) (C
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &tsClient{cmd: cmd, stdin: stdin, pending: map[int64]chan tsAnswer{}, done: make(chan struct{})}
+	c := &tsClient{name: name, cmd: cmd, stdin: stdin, pending: map[int64]chan tsAnswer{}, done: make(chan struct{})}
 	lines := bufio.NewScanner(stdout)
 	lines.Buffer(make([]byte, 1<<20), 64<<20)
 	ready := make(chan error, 1)
@@ -93,7 +98,11 @@ func ConnectTypeScript(ctx context.Context, dir string, ep scenario.Endpoint) (C
 	return c, nil
 }
 
+// tsClient is a driver process: a TypeScript SDK client behind a line
+// protocol on its stdin and stdout.
 type tsClient struct {
+	name    string // the client's, for errors
+	version string // the MCP revision the driver negotiated
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	mu      sync.Mutex // guards next, pending, writes to stdin and exit
@@ -113,7 +122,8 @@ type tsAnswer struct {
 		Message  string     `json:"message"`
 		Progress []Progress `json:"progress"`
 	} `json:"error"`
-	Ready *bool `json:"ready"`
+	Ready           *bool  `json:"ready"`
+	ProtocolVersion string `json:"protocolVersion"`
 }
 
 // read hands each answer to its request; the first line is the driver's
@@ -129,11 +139,12 @@ func (c *tsClient) read(lines *bufio.Scanner, ready chan<- error) {
 			first = false
 			switch {
 			case a.Ready != nil && *a.Ready:
+				c.version = a.ProtocolVersion
 				ready <- nil
 			case a.Error != nil:
-				ready <- &ClientError{Client: "TypeScript", Code: a.Error.Code, Message: "connect: " + a.Error.Message}
+				ready <- &ClientError{Client: c.name, Code: a.Error.Code, Message: "connect: " + a.Error.Message}
 			default:
-				ready <- fmt.Errorf("TypeScript driver: unexpected first line %s", lines.Bytes())
+				ready <- fmt.Errorf("%s driver: unexpected first line %s", c.name, lines.Bytes())
 			}
 			continue
 		}
@@ -150,7 +161,7 @@ func (c *tsClient) read(lines *bufio.Scanner, ready chan<- error) {
 	}
 	err := c.cmd.Wait()
 	c.mu.Lock()
-	c.exit = fmt.Errorf("the TypeScript driver exited (%v)", err)
+	c.exit = fmt.Errorf("the %s driver exited (%v)", c.name, err)
 	for id, ch := range c.pending {
 		close(ch)
 		delete(c.pending, id)
@@ -206,7 +217,7 @@ func (c *tsClient) result(ctx context.Context, req map[string]any, out any) erro
 		return err
 	}
 	if a.Error != nil {
-		return &ClientError{Client: "TypeScript", Code: a.Error.Code, Message: a.Error.Message}
+		return &ClientError{Client: c.name, Code: a.Error.Code, Message: a.Error.Message}
 	}
 	return json.Unmarshal(a.Result, out)
 }
@@ -234,7 +245,7 @@ func (c *tsClient) CallWithProgress(ctx context.Context, tool string, args map[s
 		return nil, nil, err
 	}
 	if a.Error != nil {
-		return nil, a.Error.Progress, &ClientError{Client: "TypeScript", Code: a.Error.Code, Message: a.Error.Message}
+		return nil, a.Error.Progress, &ClientError{Client: c.name, Code: a.Error.Code, Message: a.Error.Message}
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(a.Result, &res); err != nil {
@@ -259,7 +270,7 @@ func (c *tsClient) CancelAtFirstProgress(ctx context.Context, tool string, args 
 		json.Unmarshal(a.Result, &p)
 		return p.Progress, nil
 	}
-	return a.Error.Progress, &ClientError{Client: "TypeScript", Code: a.Error.Code, Message: a.Error.Message}
+	return a.Error.Progress, &ClientError{Client: c.name, Code: a.Error.Code, Message: a.Error.Message}
 }
 
 func (c *tsClient) ListResources(ctx context.Context) ([]*mcp.Resource, error) {
@@ -320,16 +331,16 @@ func timeoutMS(ctx context.Context) int64 {
 	return 60000
 }
 
-// writeDriver replaces script with the embedded driver through a temporary
-// file of its own: clients of several scenarios connect at once in one test
-// process, so a temporary name shared between them (the process id) lets one
-// rename away the file another is about to rename.
-func writeDriver(script string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(script), ".ts-driver-*.mjs")
+// writeDriver replaces script with content through a temporary file of
+// its own: clients of several scenarios connect at once in one test
+// process, so a temporary name shared between them (the process id) lets
+// one rename away the file another is about to rename.
+func writeDriver(script string, content []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(script), ".driver-*.mjs")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(tsDriver)
+	_, err = tmp.Write(content)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -48,6 +48,9 @@ type Endpoint struct {
 	Env    []string
 	Stderr io.Writer
 	URL    string
+	// ProtocolVersion is the MCP revision a client that can choose asks
+	// for ("" for its newest).
+	ProtocolVersion string
 }
 
 // Connector connects a client to a server.
@@ -73,7 +76,13 @@ func DialGoSDK(ctx context.Context, ep Endpoint, opts *mcp.ClientOptions) (*mcp.
 		cmd.Dir, cmd.Env, cmd.Stderr = ep.Dir, ep.Env, ep.Stderr
 		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: 3 * time.Second}
 	}
-	return client.Connect(ctx, transport, nil)
+	s, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ep.ProtocolVersion})
+	if err == nil && ep.ProtocolVersion != "" && s.InitializeResult().ProtocolVersion != ep.ProtocolVersion {
+		got := s.InitializeResult().ProtocolVersion
+		s.Close()
+		return nil, fmt.Errorf("the go-sdk client negotiated MCP %s, asked for %s", got, ep.ProtocolVersion)
+	}
+	return s, err
 }
 
 // SessionClient is a go-sdk client session as a Client.
