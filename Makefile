@@ -141,10 +141,12 @@ $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(@D)/tmp $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv $(@D)/tmp/staticcheck $@ && rmdir $(@D)/tmp
 
-# The official MCP conformance suite (@modelcontextprotocol/conformance): its
-# active server scenarios for spec 2025-11-25 against `plugboard serve --http`
-# serving conformance/mcpfixture; fails on any failed check. npm installs the
-# pinned suite and Node.js 22 into .cache/mcp-conformance on first use.
+# The official MCP conformance suite (@modelcontextprotocol/conformance): the
+# stable release's active server scenarios for spec 2025-11-25, and the
+# alpha's --requirements 2026-07-28 and 2025-11-25, against one
+# `plugboard serve --http` serving conformance/mcpfixture; fails on any failed
+# scored check. npm installs each pinned suite and Node.js 22 into
+# .cache/mcp-conformance{,-alpha} on first use.
 conformance-mcp: $(BIN)
 	BIN=$(BIN) bash conformance/mcp-suite.sh
 

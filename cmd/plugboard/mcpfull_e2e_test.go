@@ -235,7 +235,7 @@ func testResourcesPromptsCompletion(t *testing.T, version, dir string) {
 		names = append(names, p.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}; !slices.Equal(names, want) {
+	if want := []string{"test_input_required_result_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}; !slices.Equal(names, want) {
 		t.Errorf("prompts %v, want %v", names, want)
 	}
 	gp, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "hello", "arg2": "world"}})
@@ -491,7 +491,7 @@ func TestMCPFullListChanged(t *testing.T) {
 		t.Errorf("calling a tool of the added plugin: %+v", res.Content)
 	}
 	lp, err := s.ListPrompts(ctx, nil)
-	if err != nil || len(lp.Prompts) != 4 {
+	if err != nil || len(lp.Prompts) != 5 {
 		t.Errorf("prompts after adding the plugin: %+v, %v", lp, err)
 	}
 

@@ -3,7 +3,14 @@
 // tools, resources, resource templates, prompts and completions its server
 // scenarios call by name, built on the guest SDK like any plugin. It shows
 // every ABI version 2 feature end to end: content other than text, log
-// notifications, progress, sampling and elicitation during a call.
+// notifications, progress, sampling and elicitation during a call, and
+// Call.Ask (rounds.go) for the 2026-07-28 input-required scenarios
+// (SEP-2322), which at 2025-11-25 the host answers with server-to-client
+// requests instead.
+//
+// Not here: test_trigger_tool_change and test_trigger_prompt_change of the
+// server-stateless scenario, which change the server's tool or prompt list
+// at run time; a plugin declares its list once, in its manifest.
 package main
 
 import (
@@ -40,6 +47,7 @@ func init() {
 	tools()
 	resources()
 	prompts()
+	inputRequired()
 }
 
 func tool[In any](name, description string, h func(c *sdk.Call, in In) (*sdk.Result, error)) {

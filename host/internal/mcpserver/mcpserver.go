@@ -98,7 +98,7 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 		tools: map[string]*abi.Tool{}, resources: map[string]*abi.Resource{},
 		templates: map[string]*abi.ResourceTemplate{}, prompts: map[string]*abi.Prompt{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Logger: opts.Logger,
+		Logger: slog.New(clientFaults{opts.Logger.Handler()}),
 		// Every capability is declared even while nothing of its kind is
 		// served: plugins may bring some while serving.
 		Capabilities: &mcp.ServerCapabilities{
@@ -139,6 +139,27 @@ func cacheHints(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 		c.TTLMs, c.CacheScope = int(ListTTL.Milliseconds()), "public"
 	}
 }
+
+// clientFaults lowers to debug what the go-sdk logs as an error but a
+// client caused: one calling a method its revision removed would fill the
+// operator's log at error level.
+type clientFaults struct{ slog.Handler }
+
+func (h clientFaults) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelError && r.Message == "method removed in the new protocol" {
+		if !h.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h clientFaults) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return clientFaults{h.Handler.WithAttrs(attrs)}
+}
+
+func (h clientFaults) WithGroup(name string) slog.Handler { return clientFaults{h.Handler.WithGroup(name)} }
 
 // CallerOf returns the identity behind a request: the caller of its bearer
 // token's identity when the transport authenticated it, else opts.Caller.

@@ -249,18 +249,13 @@ func (rd *round) missingCapability(res *dispatch.Result) error {
 	if len(missing) == 0 || res == nil || res.Envelope == nil || res.Envelope.Code != abi.CodeUnsupported {
 		return nil
 	}
-	need := &mcp.ClientCapabilities{}
+	// The data names only what is missing: the go-sdk's
+	// ClientCapabilities would always add roots.
+	need := map[string]any{}
 	for _, m := range missing {
-		switch m {
-		case abi.MethodSample:
-			need.Sampling = &mcp.SamplingCapabilities{}
-		case abi.MethodElicit:
-			need.Elicitation = &mcp.ElicitationCapabilities{}
-		case abi.MethodRoots:
-			need.RootsV2 = &mcp.RootCapabilities{}
-		}
+		need[methodWord(m)] = map[string]any{}
 	}
-	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: need})
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": need})
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: res.Envelope.Message, Data: data}
 }
 
@@ -359,6 +354,8 @@ func (rd *round) capable(method string) bool {
 	}
 }
 
+// methodWord names a question's kind, which is also the client
+// capability it needs.
 func methodWord(method string) string {
 	switch method {
 	case abi.MethodSample:
