@@ -17,6 +17,8 @@ import (
 
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/conformance/clients"
+	"github.com/plugboard/plugboard/conformance/scenario"
 )
 
 // roundRobin is a load balancer without sticky routing: each request goes
@@ -232,19 +234,42 @@ func TestModernHTTPBehindRoundRobin(t *testing.T) {
 			t.Errorf("host %s served none of the call's rounds (%v → %v); the test proves nothing", host, before, after)
 		}
 	}
+	// The official TypeScript SDK v2 client through the same balancer.
+	dir, err := clients.Install(ctx, buildtest.Root(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := clients.ConnectTypeScriptV2(ctx, dir, scenario.Endpoint{URL: base + "/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	res, answered, err := ts.CallToolAnswered(ctx, "triage_task", map[string]any{"project_id": project, "title": "Triage me too"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tsOut struct {
+		TaskID  string `json:"task_id"`
+		Summary string `json:"summary"`
+	}
+	structured(t, res, &tsOut)
+	if tsOut.TaskID == "" || tsOut.Summary != clients.TypeScriptV2SamplingText || len(answered.Requests) != 2 || len(answered.Retries) != 1 {
+		t.Errorf("triage_task through the TypeScript v2 client = %+v, answered %+v; want the task, the client's summary, two questions in one retry", tsOut, answered)
+	}
+
 	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "list_tasks", Arguments: map[string]any{"project_id": project}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var listed tasks.TasksOut
 	structured(t, res, &listed)
-	made := 0
+	made := map[string]int{}
 	for _, task := range listed.Tasks {
-		if task.Title == "Triage me" {
-			made++
-		}
+		made[task.Title]++
 	}
-	if made != 1 {
-		t.Errorf("%d tasks titled \"Triage me\" after one call in two rounds on two hosts; want 1", made)
+	for _, title := range []string{"Triage me", "Triage me too"} {
+		if made[title] != 1 {
+			t.Errorf("%d tasks titled %q after one call in two rounds on two hosts; want 1", made[title], title)
+		}
 	}
 }
