@@ -159,7 +159,9 @@ func (h clientFaults) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return clientFaults{h.Handler.WithAttrs(attrs)}
 }
 
-func (h clientFaults) WithGroup(name string) slog.Handler { return clientFaults{h.Handler.WithGroup(name)} }
+func (h clientFaults) WithGroup(name string) slog.Handler {
+	return clientFaults{h.Handler.WithGroup(name)}
+}
 
 // CallerOf returns the identity behind a request: the caller of its bearer
 // token's identity when the transport authenticated it, else opts.Caller.
