@@ -386,11 +386,19 @@ func TestSignedCachesWithSandboxOff(t *testing.T) {
 	for _, tool := range []string{"list_projects", "get_task", "create_task", "get_attempt_file"} {
 		h.call(t, tool, map[string]any{}, nil)
 	}
-	time.Sleep(2 * time.Second) // the warm-up's compilations land on disk
-	instrumented, _ := filepath.Glob(filepath.Join(w.data, "compiled", "key-*", "instrumented", "*.wasm"))
-	machine, _ := filepath.Glob(filepath.Join(w.data, "compiled", "key-*", "wazero-*", "*"))
-	if len(instrumented) < 2 || len(machine) < 2 {
-		t.Fatalf("caches not filled: %d instrumented, %d machine-code files", len(instrumented), len(machine))
+	// The compilations run in the background (first calls are
+	// interpreted meanwhile): wait for them to land on disk, which takes
+	// longer on a loaded machine.
+	var instrumented, machine []string
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		instrumented, _ = filepath.Glob(filepath.Join(w.data, "compiled", "key-*", "instrumented", "*.wasm"))
+		machine, _ = filepath.Glob(filepath.Join(w.data, "compiled", "key-*", "wazero-*", "*"))
+		if len(instrumented) >= 2 && len(machine) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("caches not filled within 90 s: %d instrumented, %d machine-code files", len(instrumented), len(machine))
+		}
 	}
 	echoWasm, err := os.ReadFile(filepath.Join(w.plugins, "echo.wasm"))
 	if err != nil {
