@@ -454,15 +454,10 @@ func (s *server) read(ctx context.Context, req *mcp.ReadResourceRequest, p *regi
 	}
 	res, env := s.d.ReadResource(ctx, p, uri, o)
 	if rd != nil {
-		reqs, state, renv := rd.finish(s)
-		switch {
-		case renv != nil:
-			return nil, rpcError(renv)
-		case reqs != nil:
-			return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}, nil
-		}
-		if err := rd.missingCapability(&dispatch.Result{Envelope: env}); err != nil {
+		if reqs, state, err := s.endRound(rd, env); err != nil {
 			return nil, err
+		} else if reqs != nil {
+			return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}, nil
 		}
 	}
 	if env != nil {
@@ -497,15 +492,10 @@ func (s *server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}
 	res, env := s.d.GetPrompt(ctx, p, req.Params.Arguments, o)
 	if rd != nil {
-		reqs, state, renv := rd.finish(s)
-		switch {
-		case renv != nil:
-			return nil, rpcError(renv)
-		case reqs != nil:
-			return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}, nil
-		}
-		if err := rd.missingCapability(&dispatch.Result{Envelope: env}); err != nil {
+		if reqs, state, err := s.endRound(rd, env); err != nil {
 			return nil, err
+		} else if reqs != nil {
+			return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}, nil
 		}
 	}
 	if env != nil {

@@ -242,6 +242,21 @@ func (rd *round) finish(s *server) (mcp.InputRequestMap, string, *abi.Envelope) 
 	return reqs, state, nil
 }
 
+// endRound ends the round of a method other than tools/call, which
+// answered env: the questions left open and their requestState, or the
+// JSON-RPC error the method answers instead (the round's own failure, a
+// capability the client lacks), or neither.
+func (s *server) endRound(rd *round, env *abi.Envelope) (mcp.InputRequestMap, string, error) {
+	reqs, state, renv := rd.finish(s)
+	switch {
+	case renv != nil:
+		return nil, "", rpcError(renv)
+	case reqs != nil:
+		return reqs, state, nil
+	}
+	return nil, "", rd.missingCapability(&dispatch.Result{Envelope: env})
+}
+
 // missingCapability is the JSON-RPC error of a call that failed because
 // the client lacks a capability it needed (MCP -32021), or nil.
 func (rd *round) missingCapability(res *dispatch.Result) error {
