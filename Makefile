@@ -14,7 +14,8 @@
 # Go and git are needed (Go modules come through the module proxy); make test and
 # make conformance-mcp also need npm, which installs pinned Node.js packages into .cache/;
 # make test installs Debian's postgresql for the PostgreSQL tests and chromium for the dashboard's
-# browser tests when it can (build/install-postgresql.sh, build/install-chromium.sh).
+# browser tests, and prometheus for the metrics test, when it can (build/install-postgresql.sh,
+# build/install-chromium.sh, build/install-prometheus.sh).
 
 GO        ?= go
 GOROOT_BIN := $(shell $(GO) env GOROOT)/bin
@@ -60,7 +61,7 @@ GUEST_MODS := $(filter abi sdk-guest,$(MODS))
 # wasip1 when GOOS=wasip1 is set for the guest pass.
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build test bench demo lint clean conformance-mcp postgres browser
+.PHONY: all build test bench demo lint clean conformance-mcp postgres browser prometheus
 
 all: build
 
@@ -79,7 +80,7 @@ dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $
 # `make build` too; building first catches a broken plugin with a clear error.
 # cmd/plugboard's end-to-end tests take about 19 minutes on a 2-core machine:
 # the per-package timeout leaves room for a slower one.
-test: build postgres browser
+test: build postgres browser prometheus
 	$(GO) test -timeout 40m $(TESTFLAGS) $(PKGS)
 	$(GO) vet $(PKGS)
 	@# sdk-guest/sdktest runs its plugin through plugboard: this one.
@@ -99,6 +100,12 @@ postgres:
 # skip, unless PLUGBOARD_REQUIRE_BROWSER=1 (CI sets it).
 browser:
 	@bash build/install-chromium.sh || { [ -z "$${PLUGBOARD_REQUIRE_BROWSER:-}" ] && echo "==> Chromium not installed: the browser tests skip"; }
+
+# The metrics end-to-end test scrapes the host with Debian's prometheus:
+# installed here when missing (as root, with apt-get). Without it the test
+# skips, unless PLUGBOARD_REQUIRE_PROMETHEUS=1 (CI sets it).
+prometheus:
+	@bash build/install-prometheus.sh || { [ -z "$${PLUGBOARD_REQUIRE_PROMETHEUS:-}" ] && echo "==> Prometheus not installed: the metrics test skips"; }
 
 bench:
 	@mkdir -p dist

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plugboard/plugboard/host/internal/dashboard"
 	"github.com/plugboard/plugboard/host/internal/mcpserver"
+	"github.com/plugboard/plugboard/host/internal/oauth"
 )
 
 // Policy returns the agents configuration in force.
@@ -46,9 +47,13 @@ func (h *Host) SetPolicy(p *Policy) error {
 	h.tokens.mu.Lock()
 	defer h.tokens.mu.Unlock()
 	agents := p.Tokens()
-	if h.tokens.open > 0 && len(agents) > 0 {
-		return fmt.Errorf("the agents file gives bearer tokens, but the HTTP transport started without any and " +
+	if h.tokens.open > 0 && (len(agents) > 0 || p.OAuth() != nil) {
+		return fmt.Errorf("the agents file gives bearer tokens or OAuth, but the HTTP transport started without any and " +
 			"authenticates no request: restart the server to turn authentication on")
+	}
+	verifier, err := h.newVerifier(p)
+	if err != nil {
+		return err
 	}
 	for _, r := range h.tokens.routes {
 		for _, tok := range slices.Sorted(maps.Keys(agents)) {
@@ -58,6 +63,7 @@ func (h *Host) SetPolicy(p *Policy) error {
 		}
 	}
 	h.policy.Store(p)
+	h.tokens.oauth.Store(verifier)
 	for _, r := range h.tokens.routes {
 		r.apply(agents)
 	}
@@ -71,6 +77,8 @@ type httpTokens struct {
 	routes []*tokenRoute
 	// open counts the transports running without authentication.
 	open int
+	// oauth is the verifier of the oauth section in force, nil without one.
+	oauth atomic.Pointer[oauth.Verifier]
 }
 
 // tokenRoute is one transport's tokens: its own (the ones ServeHTTP was

@@ -114,7 +114,9 @@ func (a *attemptAccess) endpoint() (string, uint16, error) {
 		return "", 0, fmt.Errorf("attempt access: agent endpoint: %w", err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	srv := mcpserver.NewHTTP(mcpserver.New(a.h.registry, a.h.dispatcher, a.serverOptions()), mcpserver.HTTPOptions{
+	mcpSrv := mcpserver.New(a.h.registry, a.h.dispatcher, a.serverOptions())
+	a.h.metrics.track(mcpSrv)
+	srv := mcpserver.NewHTTP(mcpSrv, mcpserver.HTTPOptions{
 		Loopback: true, Port: strconv.Itoa(port), Authenticate: a.tokens.Authenticate,
 		Logger: a.h.log, ShutdownGrace: ShutdownGrace,
 	})
@@ -135,7 +137,7 @@ func (a *attemptAccess) endpoint() (string, uint16, error) {
 // authenticated, and a token's identity is its attempt's caller. No mail
 // notifier is attached: the host's own server keeps that role.
 func (a *attemptAccess) serverOptions() mcpserver.Options {
-	return mcpserver.Options{Name: "plugboard", Version: "agent-endpoint", Logger: a.h.log, Auditor: a.h.decisions, StateKey: a.h.stateKey,
+	return mcpserver.Options{Name: "plugboard", Version: "agent-endpoint", Logger: a.h.log, Auditor: a.h.decisions, StateKey: a.h.stateKey, Tracer: a.h.tracer,
 		Callers: func(id string) *abi.Caller {
 			if attempt, ok := strings.CutPrefix(id, policy.AttemptPrefix); ok && attempt != "" {
 				return policy.AttemptCaller(attempt)

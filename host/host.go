@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/config"
@@ -40,6 +41,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // Defaults of Config's zero values.
@@ -104,6 +106,20 @@ type Config struct {
 	// lockfile pinning the plugins with a source (LockFileName) is in its
 	// directory. Without one, no source plugin is loaded.
 	ConfigFile string
+	// Metrics turns on the host's Prometheus metrics (calls, plugins,
+	// egress, store, attempts, sessions), served by ServeMetrics; off,
+	// nothing is recorded.
+	Metrics bool
+	// Tracer receives the host's OpenTelemetry spans: each MCP request, a
+	// child of the trace context the client sent in params._meta (or the
+	// HTTP traceparent header), the call's dispatch, each run of its
+	// plugin, the host functions the plugin calls and the board store's
+	// statements. Spans carry names and codes, never arguments or results.
+	// nil (or the noop provider) is off, at no cost on the call path. The
+	// host never uses otel's global provider. The embedder owns tp and
+	// shuts it down after Close; Close flushes it when it has ForceFlush
+	// (the SDK's TracerProvider does).
+	Tracer trace.TracerProvider
 }
 
 // Host is an open plugboard host. Its methods are safe for concurrent use.
@@ -129,6 +145,11 @@ type Host struct {
 	// callsRunning is set at Close when calls outlived the grace period:
 	// the engine is then left to the process exit.
 	callsRunning bool
+	// metrics are the host's metrics (metrics.go); nil without
+	// Config.Metrics.
+	metrics *hostMetrics
+	// tracer starts the spans of MCP requests and calls (Config.Tracer).
+	tracer *tracing.Tracer
 }
 
 // Open opens a host: the board starts opening in the background (tools
@@ -169,6 +190,11 @@ func Open(ctx context.Context, cfg Config) (_ *Host, err error) {
 		}
 		h.caller = c
 	}
+	verifier, err := h.newVerifier(cfg.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	h.tokens.oauth.Store(verifier)
 	defer func() {
 		if err != nil {
 			h.parts.close(context.WithoutCancel(ctx), h.log)
@@ -184,6 +210,12 @@ func Open(ctx context.Context, cfg Config) (_ *Host, err error) {
 // h.parts, so Open's failure path and Close undo exactly what exists.
 func (h *Host) open(ctx context.Context) error {
 	cfg := h.cfg
+	// Opened first, so closed last: every span a part makes is ended,
+	// then flushed.
+	h.tracer = tracing.New(cfg.Tracer)
+	if f, ok := cfg.Tracer.(interface{ ForceFlush(context.Context) error }); ok && h.tracer.On() {
+		h.parts.add("traces", f.ForceFlush)
+	}
 	if err := cfg.Board.AgentEnv.Validate(); err != nil {
 		return err
 	}
@@ -233,10 +265,14 @@ func (h *Host) open(ctx context.Context) error {
 	// agents do not outlive the host that records them.
 	bc := cfg.Board
 	bc.DataDir, bc.Logger = cfg.DataDir, h.log
+	// Every part records into the host's metrics (nil: none).
+	bc.Metrics = h.openMetrics()
 	// The plugins' secrets are theirs: no attempt process gets the
 	// variables they are read from, nor may reach their files.
 	secretVars, secretFiles := config.SecretSources(cfg.PluginSettings)
 	bc.AgentEnv.Never = append(slices.Clip(bc.AgentEnv.Never), secretVars...)
+	// Nor the headers the host's OTLP exporter authenticates with.
+	bc.AgentEnv.Never = append(bc.AgentEnv.Never, tracing.SecretEnv...)
 	bc.Sandbox.Protected = append(slices.Clip(bc.Sandbox.Protected), secretFiles...)
 	if cfg.ConfigFile != "" {
 		bc.Sandbox.Protected = append(bc.Sandbox.Protected, cfg.ConfigFile)
@@ -295,6 +331,7 @@ func (h *Host) open(ctx context.Context) error {
 		CodeIdleTimeout:  cfg.UnloadIdle,
 		Logger:           h.log,
 		Board:            h.board.handle,
+		Metrics:          bc.Metrics,
 	}
 	engine, err := runtime.New(ctx, engineConfig)
 	if err != nil {
@@ -326,7 +363,7 @@ func (h *Host) open(ctx context.Context) error {
 	}
 	settings, sources := registrySettings(ctx, cfg.PluginSettings, cfg.ConfigFile, cfg.DataDir, h.log)
 	h.registry, err = registry.Load(ctx, registry.Options{Dirs: dirs, DataDir: cfg.DataDir, CacheKey: cacheKey, Engine: engine, Interpreter: interp, Logger: h.log,
-		Grants: grantsPolicy, Conditions: conditions, Settings: settings, Sources: sources})
+		Grants: grantsPolicy, Conditions: conditions, Settings: settings, Sources: sources, Metrics: bc.Metrics})
 	if err != nil {
 		return err
 	}
@@ -343,7 +380,7 @@ func (h *Host) open(ctx context.Context) error {
 	// the board's store; such a call waits for the board to open.
 	guard := idempotency.NewGuard(h.board.idempotencyStore, h.idem)
 	h.dispatcher = dispatch.New(h.registry, dispatch.Options{DefaultTimeout: cfg.CallTimeout, Logger: h.log, Idempotency: guard,
-		Policy: h.callPolicy(), Auditor: h.decisions, Escalator: h.mail})
+		Policy: h.callPolicy(), Auditor: h.decisions, Escalator: h.mail, Metrics: bc.Metrics, Tracer: h.tracer})
 	h.log.Info("plugins loaded", "dirs", dirs, "plugins", len(h.registry.Plugins()), "tools", len(h.registry.Tools()),
 		"problems", len(h.registry.Problems()), "agents", len(cfg.Policy.Agents()))
 	if len(h.registry.Plugins()) == 0 {
@@ -401,7 +438,7 @@ func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, prog
 // caller for sessions no transport authenticated, the agents file's
 // identities for the others, and the decision log.
 func (h *Host) serverOptions(name, version string) mcpserver.Options {
-	return mcpserver.Options{Name: name, Version: version, Logger: h.log, Caller: h.caller,
+	return mcpserver.Options{Name: name, Version: version, Logger: h.log, Caller: h.caller, Tracer: h.tracer,
 		Callers: func(id string) *abi.Caller { c, _ := h.policy.Caller(id); return c },
 		Auditor: h.decisions, StateKey: h.stateKey}
 }
@@ -415,6 +452,7 @@ func (h *Host) Server(name, version string) *mcp.Server {
 
 func (h *Host) server(opts mcpserver.Options) *mcp.Server {
 	srv := mcpserver.New(h.registry, h.dispatcher, opts)
+	h.metrics.track(srv)
 	h.mail.SetNotifier(mcpserver.NewMailNotifier(srv, opts))
 	return srv
 }

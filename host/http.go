@@ -73,11 +73,12 @@ func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions)
 	}
 	// The agents' tokens follow the agents file (SetPolicy).
 	var route *tokenRoute
-	if len(opts.Tokens) > 0 {
+	if len(opts.Tokens) > 0 || h.verifier() != nil {
 		var unroute func()
 		route, unroute = h.routeTokens(opts.Tokens)
 		defer unroute()
 		hopts.Authenticate = route.authenticate
+		hopts.OAuth = h.verifier
 	} else {
 		defer h.openTransport()()
 	}

@@ -27,7 +27,7 @@ func init() {
 			summary: "watch an agent drive the task tools' closed loop over MCP on a throwaway repository",
 			setup:   demoCommand},
 		{name: "serve", usage: "[--http ADDR] [--http-token TOKEN | --http-token-file FILE] [--http-read-timeout D] [--http-session-idle D] " +
-			"[--http-max-sessions N] [--http-stateless] [--http-state-key-file FILE] [--watch D] [--warm=false] [--cpu-profile FILE] [host flags]",
+			"[--http-max-sessions N] [--http-stateless] [--http-state-key-file FILE] [--metrics ADDR --metrics-token-file FILE] [--otlp-endpoint URL] [--watch D] [--warm=false] [--cpu-profile FILE] [host flags]",
 			summary: "serve every plugin's tools, resources and prompts over MCP on stdio, or streamable HTTP with --http",
 			setup:   serveCommand},
 		{name: "call", usage: "TOOL ['JSON'] [--progress=false] [host flags]",

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 )
@@ -32,6 +34,10 @@ type hostFlags struct {
 	pol           *plughost.Policy
 	boardFlags
 	audit auditFlags
+	// metrics turns on the host's metrics (serve --metrics).
+	metrics bool
+	// tracer receives the host's spans (serve --otlp-endpoint); nil: off.
+	tracer trace.TracerProvider
 }
 
 // boardFlags configure the task board; the board commands share them. They
@@ -365,6 +371,8 @@ func (h *hostFlags) open(ctx context.Context, stderr io.Writer) (*plughost.Host,
 		MaxInstances: h.maxInstances, UnloadIdle: unloadIdle(h.unloadIdle), Logger: log, Policy: pol, Agent: h.agent, GrantsFile: h.grants,
 		Board: bc, Audit: h.audit.options(), Idempotency: &idem,
 	}
+	cfg.Metrics = h.metrics
+	cfg.Tracer = h.tracer
 	if h.conf != nil {
 		if err := h.conf.ResolveSecrets(); err != nil {
 			return nil, &exitError{code: 2, err: err}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -27,21 +28,25 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	watch := fs.Duration("watch", 2*time.Second, "poll the plugin directories (and the configuration file's plugin settings, and the agents file) this often and serve plugins added, removed or changed while running (clients get list_changed); 0 turns it off")
 	var hc httpFlags
 	hc.register(fs)
+	var mf metricsFlags
+	mf.register(fs)
+	var tf traceFlags
+	tf.register(fs)
 	return func(ctx context.Context, in *invocation) error {
 		if err := in.nargs(0, 0); err != nil {
 			return err
 		}
-		return serve(ctx, in.stderr, &hf, &hc, *warm, *cpuProfile, *watch)
+		return serve(ctx, in.stderr, &hf, &hc, &mf, &tf, *warm, *cpuProfile, *watch)
 	}
 }
 
 // serve runs the server the flags describe until ctx ends or, on stdio,
 // the client leaves.
-func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, warm bool, cpuProfile string, watch time.Duration) error {
+func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, mf *metricsFlags, tf *traceFlags, warm bool, cpuProfile string, watch time.Duration) error {
 	// Inside an attempt the board is the host's, reached as the attempt's
 	// WORKER: nothing here opens it (attempt_proxy.go).
 	if a, ok := hf.throughAttempt(); ok {
-		if hc.addr != "" {
+		if hc.addr != "" || mf.addr != "" {
 			return usageError("inside %s, serve speaks stdio only, as a proxy to $%s; give --data DIR to serve a board of your own over HTTP",
 				a.name(), plughost.EnvAttemptURL)
 		}
@@ -60,7 +65,7 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	var ln net.Listener
 	var httpOpts plughost.HTTPOptions
 	if hc.addr != "" {
-		if ln, httpOpts, err = hc.listen(pol.Tokens()); err != nil {
+		if ln, httpOpts, err = hc.listen(pol.Tokens(), pol.OAuth() != nil); err != nil {
 			return err
 		}
 		defer ln.Close()
@@ -68,6 +73,19 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 		// The configuration file's http.token_file waits for an http.addr
 		// or --http; a flag given for nothing is a mistake.
 		return usageError("--http-token and --http-token-file need --http ADDR")
+	}
+	// The metrics endpoint: its own listener, never without its token.
+	confFile := ""
+	if hf.conf != nil {
+		confFile = hf.conf.File
+	}
+	metricsLn, metricsToken, err := mf.listen(confFile, hf.given)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		defer metricsLn.Close()
+		hf.metrics = true
 	}
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
@@ -79,11 +97,28 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	h, err := hf.open(ctx, stderr)
+	// Traces (traces.go): the provider outlives the host, whose Close
+	// flushes it; it is shut down last.
+	tp, traces, err := tf.provider(ctx, hf.conf)
+	if err != nil {
+		return err
+	}
+	var h *plughost.Host
+	if tp != nil {
+		defer shutdownTraces(ctx, tp, func() *slog.Logger {
+			if h == nil {
+				return nil
+			}
+			return h.Logger()
+		})
+		hf.tracer = tp
+	}
+	h, err = hf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer h.Close(context.WithoutCancel(ctx))
+	logTraces(h.Logger(), traces)
 	h.StartPruner(ctx)
 	// A session the transport did not authenticate (stdio, HTTP without
 	// tokens) is --agent or the local identity; a bearer token's identity
@@ -91,6 +126,15 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	// what it may call.
 	if warm {
 		h.Warm(ctx)
+	}
+	if metricsLn != nil {
+		go func() {
+			if err := h.ServeMetrics(ctx, metricsLn, metricsToken); err != nil {
+				h.Logger().Error("metrics endpoint stopped", "err", err)
+			}
+		}()
+		// One parseable line, like the transport's.
+		fmt.Fprintf(stderr, "plugboard: metrics at http://%s%s\n", metricsLn.Addr(), plughost.MetricsPath)
 	}
 	go h.Watch(ctx, watch)
 	// The configuration file's plugin settings reload as the folders do.
@@ -112,6 +156,9 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	auth := "none"
 	if len(httpOpts.Tokens) > 0 {
 		auth = "bearer token"
+	}
+	if o := h.Policy().OAuth(); o != nil {
+		auth = strings.TrimPrefix(auth+" + ", "none + ") + "oauth (issuer " + o.Issuer + ", resource " + o.Resource + ")"
 	}
 	h.Logger().Info("MCP transport", "transport", "http", "addr", ln.Addr().String(), "loopback", isLoopback(ln), "auth", auth,
 		"read_timeout", hc.readTimeout, "session_idle", hc.sessionIdle, "max_sessions", hc.maxSessions, "stateless", hc.stateless)
@@ -158,9 +205,9 @@ func (f *httpFlags) register(fs *flag.FlagSet) {
 // listen opens ADDR and returns the transport's options: DNS-rebinding
 // protection on a loopback address, bearer authentication when a token is
 // set — the --http-token (the local identity) or an agent's (agentTokens,
-// token → agent id). Without any, a non-loopback address is refused
-// (exit 2).
-func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, plughost.HTTPOptions, error) {
+// token → agent id) — or when the agents file has an oauth section. Without
+// any, a non-loopback address is refused (exit 2).
+func (f *httpFlags) listen(agentTokens map[string]string, oauth bool) (net.Listener, plughost.HTTPOptions, error) {
 	var opts plughost.HTTPOptions
 	token, from, err := f.resolveToken()
 	if err != nil {
@@ -218,10 +265,10 @@ func (f *httpFlags) listen(agentTokens map[string]string) (net.Listener, plughos
 	}
 	if len(tokens) > 0 {
 		opts.Tokens = tokens
-	} else if !tcp.IP.IsLoopback() {
+	} else if !oauth && !tcp.IP.IsLoopback() {
 		ln.Close()
 		return nil, opts, &exitError{code: 2, err: fmt.Errorf("--http %s listens beyond this machine (%s), so it needs a bearer token: "+
-			"give agents tokens in --agents FILE, or set --http-token-file FILE, --http-token TOKEN or $%s, or listen on 127.0.0.1", f.addr, tcp.IP, envHTTPToken)}
+			"give agents tokens or an oauth section in --agents FILE, or set --http-token-file FILE, --http-token TOKEN or $%s, or listen on 127.0.0.1", f.addr, tcp.IP, envHTTPToken)}
 	}
 	return ln, opts, nil
 }

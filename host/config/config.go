@@ -89,6 +89,8 @@ type Config struct {
 	AttemptLogs AttemptLogs
 	Idempotency Idempotency
 	HTTP        HTTP
+	Metrics     Metrics
+	Telemetry   Telemetry
 
 	// executorIDs are the ids of the executors section's profiles.
 	executorIDs []string
@@ -201,6 +203,27 @@ type HTTP struct {
 	StateKeyFile *string `json:"state_key_file,omitempty"`
 }
 
+// Metrics is the metrics section: serve's Prometheus endpoint, on a
+// listener of its own, off unless listen is set. It never holds a token:
+// token_file names the file that does.
+type Metrics struct {
+	// Listen serves GET /metrics at http://ADDR/metrics (--metrics).
+	Listen *string `json:"listen,omitempty"`
+	// TokenFile holds the bearer token a scrape must present, at least 32
+	// bytes (--metrics-token-file; absolute or relative to the file's
+	// directory).
+	TokenFile *string `json:"token_file,omitempty"`
+}
+
+// Telemetry is the telemetry section: where serve sends its traces.
+type Telemetry struct {
+	// OTLPEndpoint is the base URL of an OTLP/HTTP receiver (e.g.
+	// http://127.0.0.1:4318; traces are posted to its /v1/traces). The
+	// flag --otlp-endpoint and $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+	// $OTEL_EXPORTER_OTLP_ENDPOINT win over it; none set, traces are off.
+	OTLPEndpoint *string `json:"otlp_endpoint,omitempty"`
+}
+
 // shape is the file as JSON: the sections other packages own are decoded
 // by them.
 type shape struct {
@@ -218,6 +241,8 @@ type shape struct {
 	AttemptLogs AttemptLogs     `json:"attempt_logs"`
 	Idempotency Idempotency     `json:"idempotency"`
 	HTTP        httpShape       `json:"http"`
+	Metrics     Metrics         `json:"metrics"`
+	Telemetry   Telemetry       `json:"telemetry"`
 }
 
 // httpShape is the http section with the field a token would be put in,
@@ -479,6 +504,26 @@ func parse(name string, data []byte, resolve resolveMode) (*Config, error) {
 	notNegative(fail, jsonfile.Path{"http", "session_idle"}, s.HTTP.SessionIdle, "0: never")
 	notNegativeInt(fail, jsonfile.Path{"http", "max_sessions"}, s.HTTP.MaxSessions, "0: no cap")
 
+	// metrics
+	c.Metrics = s.Metrics
+	if a := s.Metrics.Listen; a != nil {
+		if _, _, err := net.SplitHostPort(*a); err != nil {
+			fail(jsonfile.Path{"metrics", "listen"}, "want HOST:PORT (e.g. 127.0.0.1:9464; port 0 picks a free one), got %q", *a)
+		}
+	}
+	if f := s.Metrics.TokenFile; f != nil {
+		v := path(jsonfile.Path{"metrics", "token_file"}, *f)
+		c.Metrics.TokenFile = &v
+	}
+
+	// telemetry
+	c.Telemetry = s.Telemetry
+	if e := s.Telemetry.OTLPEndpoint; e != nil {
+		if u, err := url.Parse(*e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			fail(jsonfile.Path{"telemetry", "otlp_endpoint"}, "want the http or https base URL of an OTLP/HTTP receiver without credentials (e.g. http://127.0.0.1:4318), got %q", *e)
+		}
+	}
+
 	// The sections other packages own, each reporting every problem.
 	if sub, ok := doc.Sub("agents"); ok {
 		c.Agents, err = policy.ParseDoc(sub)
@@ -622,6 +667,8 @@ var settings = []setting{
 	{path: "http.max_sessions", flag: "http-max-sessions", value: func(c *Config) []string { return integer(c.HTTP.MaxSessions) }},
 	{path: "http.stateless", flag: "http-stateless", value: func(c *Config) []string { return boolean(c.HTTP.Stateless) }},
 	{path: "http.state_key_file", flag: "http-state-key-file", value: func(c *Config) []string { return str(c.HTTP.StateKeyFile) }},
+	{path: "metrics.listen", flag: "metrics", value: func(c *Config) []string { return str(c.Metrics.Listen) }},
+	{path: "metrics.token_file", flag: "metrics-token-file", value: func(c *Config) []string { return str(c.Metrics.TokenFile) }},
 }
 
 // Given returns the flags of fs the command line set (after fs.Parse,
@@ -766,6 +813,19 @@ func (c *Config) Summary() string {
 	}
 	if len(http) > 0 {
 		add("http (%s)", strings.Join(http, ", "))
+	}
+	var metrics []string
+	if a := c.Metrics.Listen; a != nil {
+		metrics = append(metrics, *a)
+	}
+	if c.Metrics.TokenFile != nil {
+		metrics = append(metrics, "token_file")
+	}
+	if len(metrics) > 0 {
+		add("metrics (%s)", strings.Join(metrics, ", "))
+	}
+	if e := c.Telemetry.OTLPEndpoint; e != nil {
+		add("telemetry.otlp_endpoint %s", *e)
 	}
 	if len(parts) == 0 {
 		return c.File + ": ok, sets nothing (every setting from flags, environment and defaults)"

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/metrics"
 	"github.com/plugboard/plugboard/host/internal/registry"
 )
 
@@ -37,6 +42,13 @@ type LoadOptions struct {
 	// Conditions are the abi.Conditions taken as met: a tool whose When
 	// names another is not served.
 	Conditions []string
+	// Metrics records the set's calls, loads and pools in serve's
+	// Prometheus metrics (MetricsHandler), as serve --metrics does.
+	Metrics bool
+	// Tracer receives a span per call and one per run of its plugin, with
+	// those of the host functions it calls below (host.Config.Tracer);
+	// nil is off.
+	Tracer trace.TracerProvider
 }
 
 // Set is a folder of plugins loaded as `plugboard serve` loads them
@@ -49,6 +61,18 @@ type LoadOptions struct {
 type Set struct {
 	reg *registry.Registry
 	d   *dispatch.Dispatcher
+	// metrics are LoadOptions.Metrics' (nil without).
+	metrics *metrics.Metrics
+}
+
+// MetricsHandler serves the set's metrics in Prometheus' text format to
+// any request (the caller decides who reaches it); nil without
+// LoadOptions.Metrics.
+func (s *Set) MetricsHandler() http.Handler {
+	if s.metrics == nil {
+		return nil
+	}
+	return promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{})
 }
 
 // LoadDir loads every .wasm file under dir (recursively) into eng. A broken

@@ -6,7 +6,9 @@ import (
 	"github.com/plugboard/plugboard/abi"
 
 	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/metrics"
 	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // Settings are the operator's settings of one plugin as `plugboard serve`
@@ -21,16 +23,20 @@ type Settings = registry.Settings
 // conformance kit runs plugins with it, so that a plugin needing
 // configuration gets the values serve would give it.
 func LoadDirWith(ctx context.Context, eng *Engine, dir string, opts LoadOptions, settings map[string]Settings) (*Set, error) {
+	var m *metrics.Metrics
+	if opts.Metrics {
+		m = metrics.New()
+	}
 	reg, err := registry.Load(ctx, registry.Options{Dirs: []string{dir}, DataDir: opts.DataDir, CacheKey: eng.Config().CacheKey, Engine: eng,
-		DescribeTimeout: opts.DescribeTimeout, Conditions: opts.Conditions, Settings: settings})
+		DescribeTimeout: opts.DescribeTimeout, Conditions: opts.Conditions, Settings: settings, Metrics: m})
 	if err != nil {
 		return nil, err
 	}
-	do := dispatch.Options{DefaultTimeout: opts.CallTimeout, MaxTimeout: opts.CallTimeout}
+	do := dispatch.Options{DefaultTimeout: opts.CallTimeout, MaxTimeout: opts.CallTimeout, Metrics: m, Tracer: tracing.New(opts.Tracer)}
 	if opts.NoRetry {
 		do.Retry.Max = -1
 	}
-	return &Set{reg: reg, d: dispatch.New(reg, do)}, nil
+	return &Set{reg: reg, d: dispatch.New(reg, do), metrics: m}, nil
 }
 
 // PlainManifest is the manifest serve makes of wasm served as the plugin

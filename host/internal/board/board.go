@@ -17,6 +17,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
 	"github.com/plugboard/plugboard/host/internal/board/procsup"
 	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/metrics"
 )
 
 // DefaultStopGrace is how long a graceful stop waits after the interrupt
@@ -76,6 +77,9 @@ type Config struct {
 	RunningAsRoot *bool
 	// Logger receives process and recovery events.
 	Logger *slog.Logger
+	// Metrics times the store's operations and the commands forwarded to
+	// other hosts; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Board is the task engine. Its methods are safe for concurrent use.
@@ -163,6 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.SetMetrics(cfg.Metrics)
 	self, err := procsup.Identity(os.Getpid())
 	if err != nil {
 		st.Close()

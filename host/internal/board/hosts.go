@@ -264,7 +264,11 @@ func forwardedFrom(ctx context.Context) (string, bool) {
 }
 
 // forward runs op with args on hostID and decodes its answer into out.
-func (b *Board) forward(ctx context.Context, hostID, op string, args, out any) error {
+func (b *Board) forward(ctx context.Context, hostID, op string, args, out any) (err error) {
+	if m := b.cfg.Metrics; m != nil {
+		start := time.Now()
+		defer func() { m.Forwarded(op, err, time.Since(start)) }()
+	}
 	live, err := b.liveOwners(ctx)
 	if err != nil {
 		return fmt.Errorf("board: forward %s: %w", op, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/mail"
 	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // handler runs one operation on decoded arguments.
@@ -206,6 +207,9 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, fmt.Sprintf("unknown board operation %q", r.Op),
 			"use one of the operations in abi.BoardOps").WithDetail("ops", Ops())
 	}
+	// The host function's span names the operation (a known one only: the
+	// plugin's string would make span names unbounded).
+	tracing.BoardOp(ctx, r.Op)
 	if !granted(capability) {
 		return nil, abi.NewEnvelope(abi.CodePermissionDenied,
 			fmt.Sprintf("board operation %s needs capability %q, which this plugin was not granted", r.Op, capability),

@@ -28,10 +28,12 @@ import (
 	"github.com/plugboard/plugboard/abi/jsonscan"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
+	"github.com/plugboard/plugboard/host/internal/metrics"
 	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/schema"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // Options configures a Dispatcher.
@@ -55,6 +57,12 @@ type Options struct {
 	Escalator Escalator
 	// Retry is when and how often a failed call runs again.
 	Retry Retry
+	// Tracer makes each call a span, and each run of its plugin one
+	// below it (host/internal/tracing); nil makes none.
+	Tracer *tracing.Tracer
+	// Metrics counts and times the calls (plugboard_tool_calls_total,
+	// plugboard_tool_call_duration_seconds); nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Retry configures the host's retries. A call that fails with a retryable
@@ -89,6 +97,9 @@ type toolState struct {
 	validator *schema.Validator
 	// sensitive are the top-level input fields the schema marks sensitive.
 	sensitive []string
+	// metrics records the tool's calls, its labels resolved once (nil
+	// without metrics).
+	metrics *metrics.Tool
 }
 
 // New builds a dispatcher. Schemas are resolved on each tool's first call.
@@ -131,12 +142,14 @@ func (d *Dispatcher) prune() {
 	})
 }
 
-// state returns the state of a tool definition, creating it on first use.
-func (d *Dispatcher) state(def *abi.Tool) *toolState {
+// state returns the state of a tool's definition, creating it on first use.
+func (d *Dispatcher) state(tool registry.Tool) *toolState {
+	def := tool.Def
 	if v, ok := d.tools.Load(def); ok {
 		return v.(*toolState)
 	}
-	st := &toolState{validator: schema.New(def.Name, def.InputSchema, def.Rules...), sensitive: SensitiveFields(def.InputSchema)}
+	st := &toolState{validator: schema.New(def.Name, def.InputSchema, def.Rules...), sensitive: SensitiveFields(def.InputSchema),
+		metrics: d.opts.Metrics.Tool(def.Name, tool.Plugin.Name())}
 	v, _ := d.tools.LoadOrStore(def, st)
 	return v.(*toolState)
 }
@@ -246,7 +259,9 @@ func (r *Result) IsError() bool { return r.Envelope != nil }
 // every failure, the host's own included, is an envelope in the result.
 func (d *Dispatcher) Call(ctx context.Context, req Request) *Result {
 	start := time.Now()
+	ctx, span := d.opts.Tracer.StartDispatch(ctx, req.Tool)
 	res := d.call(ctx, req)
+	tracing.End(span, codeOf(res.Envelope))
 	if env := res.Envelope; env != nil {
 		// Failures the host produced (timeouts, crashes, caps, cancellations)
 		// matter to operators; a tool's own answers about bad input do not.
@@ -264,6 +279,7 @@ func (d *Dispatcher) Call(ctx context.Context, req Request) *Result {
 func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	tool, ok := d.reg.Resolve(req.Tool)
 	if !ok {
+		d.opts.Metrics.UnknownTool()
 		env := abi.NewEnvelope(abi.CodeToolNotFound, fmt.Sprintf("no tool named %q is served", req.Tool),
 			"call tools/list and use one of the names it returns")
 		env.Details = map[string]any{"tool": req.Tool}
@@ -280,7 +296,7 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	if d.opts.Policy != nil {
 		ctx = caller.WithMay(ctx, d.may(req.Caller))
 	}
-	st := d.state(tool.Def)
+	st := d.state(tool)
 	audit := AuditCall{Caller: req.Caller, Tool: req.Tool, Input: req.Arguments, Sensitive: st.sensitive}
 	// The plugin's secrets (its settings' values from the environment and
 	// secret files) are masked wherever the call is recorded.
@@ -307,11 +323,19 @@ func (d *Dispatcher) call(ctx context.Context, req Request) *Result {
 	if errors.Is(context.Cause(ctx), ErrInputRequired) {
 		res = failed(abi.NewEnvelope(abi.CodeInputRequired, "the call asked the client a question it has not answered yet; it runs again with the answer", ""))
 	}
+	took := time.Since(start)
+	if st.metrics != nil {
+		code := ""
+		if res.Envelope != nil {
+			code = res.Envelope.Code
+		}
+		st.metrics.Done(code, took)
+	}
 	// The call's own context may have ended: the outcome is recorded
 	// (and escalated) all the same.
 	after := context.WithoutCancel(ctx)
 	if d.opts.Auditor != nil {
-		out := AuditOutcome{Envelope: res.Envelope, Duration: time.Since(start), Attempts: ex.attempts, HTTP: ex.http, Redact: audit.Redact}
+		out := AuditOutcome{Envelope: res.Envelope, Duration: took, Attempts: ex.attempts, HTTP: ex.http, Redact: audit.Redact}
 		if !res.IsError() {
 			out.Result = res.Structured
 		}
@@ -472,7 +496,9 @@ func (d *Dispatcher) retry(ctx context.Context, tool registry.Tool, req Request,
 	again := requestID != "" || (tool.Def.Annotations != nil && tool.Def.Annotations.ReadOnlyHint)
 	wait := d.opts.Retry.Backoff
 	for {
-		res := d.run(ctx, rt, timeout, tool, req, requestID, ex)
+		runCtx, span := tracing.StartPlugin(ctx, tool.Plugin.Name(), req.Tool, ex.attempts+1)
+		res := d.run(runCtx, rt, timeout, tool, req, requestID, ex)
+		tracing.End(span, codeOf(res.Envelope))
 		ex.attempts++
 		if !res.IsError() {
 			ex.pluginFailed = false

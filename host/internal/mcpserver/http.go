@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	oauthpkg "github.com/plugboard/plugboard/host/internal/oauth"
 )
 
 // The HTTP transport serves an MCP server over streamable HTTP (go-sdk
@@ -97,6 +99,10 @@ type HTTPOptions struct {
 	// Authenticate, when set, requires "Authorization: Bearer TOKEN" on every
 	// request (HealthPath is exempt on loopback). Nil admits everyone.
 	Authenticate Authenticator
+	// OAuth, with Authenticate, also admits the access tokens its answer
+	// validates, and serves that verifier's Protected Resource Metadata;
+	// nil, or a nil answer, is OAuth off (static tokens only).
+	OAuth func() *oauthpkg.Verifier
 	// Logger receives the transport's logs; nil discards them.
 	Logger *slog.Logger
 	// ShutdownGrace is how long Serve lets calls in flight finish once its
@@ -247,7 +253,7 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 
 	var next http.Handler = mux
 	if opts.Authenticate != nil {
-		authed := RequireBearer(opts.Authenticate, mux)
+		authed := RequireBearer(opts.Authenticate, opts.OAuth, mux)
 		if opts.Dashboard != nil {
 			bearer := authed
 			authed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -286,6 +292,16 @@ func NewHTTP(srv *mcp.Server, opts HTTPOptions) *HTTPServer {
 	next = RequestGuard(next)
 	if opts.Loopback {
 		next = LoopbackGuard(opts.Port, next)
+	}
+	if opts.OAuth != nil {
+		// The metadata is a public document clients read before they have
+		// a token, from any origin (RFC 9728 §3): no guard applies.
+		guarded := next
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !metadataHandler(opts.OAuth, w, r) {
+				guarded.ServeHTTP(w, r)
+			}
+		})
 	}
 	h.handler = next
 	return h
@@ -429,33 +445,86 @@ func (h *HTTPServer) drain() <-chan struct{} {
 }
 
 // RequireBearer admits requests whose "Authorization: Bearer TOKEN" header
-// a admits, and answers 401 with a WWW-Authenticate challenge otherwise. The
-// identity a returns is attached as the go-sdk's auth.TokenInfo.
-func RequireBearer(a Authenticator, next http.Handler) http.Handler {
+// a admits or, when oauth gives a verifier, that holds an access token the
+// authorization server issued for this server; it answers 401 (403 for a
+// scope the token lacks) with a WWW-Authenticate challenge otherwise,
+// naming the Protected Resource Metadata when OAuth is on. The identity is
+// attached as the go-sdk's auth.TokenInfo. oauth may be nil, and may
+// answer nil (OAuth off for now).
+func RequireBearer(a Authenticator, oauth func() *oauthpkg.Verifier, next http.Handler) http.Handler {
 	// The go-sdk's own middleware attaches the TokenInfo (its context key is
-	// unexported); the verifier only hands over the identity decided below.
+	// unexported); the verifier only hands over what was decided below.
+	// Expiry with skew was checked by the oauth verifier already.
 	attach := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-		id, ok := ctx.Value(identityKey{}).(string)
+		info, ok := ctx.Value(identityKey{}).(*auth.TokenInfo)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: id}, nil
-	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+		return info, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauthpkg.MaxClockSkew})(next)
+	if oauth == nil {
+		oauth = func() *oauthpkg.Verifier { return nil }
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := oauth()
 		token, present := bearerToken(r)
 		if !present {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="plugboard"`)
+			if v != nil {
+				w.Header().Set("WWW-Authenticate", v.Challenge(nil))
+			} else {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="plugboard"`)
+			}
 			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token: send Authorization: Bearer TOKEN")
 			return
 		}
-		id, ok := a(token)
-		if !ok {
+		if id, ok := a(token); ok {
+			attach.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, &auth.TokenInfo{UserID: id})))
+			return
+		}
+		if v == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="plugboard", error="invalid_token"`)
 			writeHTTPError(w, http.StatusUnauthorized, "unauthorized", "invalid bearer token")
 			return
 		}
-		attach.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+		who, err := v.Verify(r.Context(), token)
+		if err != nil {
+			refusal, ok := err.(*oauthpkg.Error)
+			if !ok {
+				refusal = &oauthpkg.Error{Status: http.StatusUnauthorized, Code: oauthpkg.CodeInvalidToken, Description: err.Error()}
+			}
+			if refusal.Status == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", "5")
+			} else {
+				w.Header().Set("WWW-Authenticate", v.Challenge(refusal))
+			}
+			writeHTTPError(w, refusal.Status, refusal.Code, refusal.Description)
+			return
+		}
+		info := &auth.TokenInfo{UserID: who.ID, Scopes: who.Scopes, Expiration: who.Expiry}
+		if !who.Agent {
+			info.Extra = map[string]any{RoleExtra: who.Role}
+		}
+		attach.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, info)))
 	})
+}
+
+// RoleExtra is the auth.TokenInfo.Extra key of the agent type an OAuth
+// token's role claim gave an identity that is no configured agent.
+const RoleExtra = "plugboard.role"
+
+// metadataHandler serves the Protected Resource Metadata (RFC 9728) of
+// the verifier in force, at its path and at the bare well-known path; it
+// answers false for any other request, or when OAuth is off.
+func metadataHandler(oauth func() *oauthpkg.Verifier, w http.ResponseWriter, r *http.Request) bool {
+	if oauth == nil || !strings.HasPrefix(r.URL.Path, oauthpkg.WellKnownPath) {
+		return false
+	}
+	v := oauth()
+	if v == nil || (r.URL.Path != v.MetadataPath() && r.URL.Path != oauthpkg.WellKnownPath) {
+		return false
+	}
+	auth.ProtectedResourceMetadataHandler(v.Metadata()).ServeHTTP(w, r)
+	return true
 }
 
 type identityKey struct{}

@@ -29,6 +29,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // Options configures New.
@@ -51,6 +52,9 @@ type Options struct {
 	// behind a round-robin balancer may answer on any of them. nil takes a
 	// random key of this process.
 	StateKey []byte
+	// Tracer makes each MCP request a span (tracing.go); nil, or one that
+	// is off, makes none.
+	Tracer *tracing.Tracer
 }
 
 // ProtocolVersions are the MCP versions the server negotiates, newest
@@ -116,6 +120,10 @@ func New(reg *registry.Registry, d *dispatch.Dispatcher, opts Options) *mcp.Serv
 		SetCacheable:              cacheHints,
 	})
 	s.srv.AddReceivingMiddleware(s.filterTools, s.unknownTools)
+	// Added last, so outermost: the request's span covers all of it.
+	if opts.Tracer.On() {
+		s.srv.AddReceivingMiddleware(s.traced)
+	}
 	s.sync()
 	reg.OnChange(s.sync)
 	return s.srv
@@ -173,7 +181,10 @@ func CallerOf(extra *mcp.RequestExtra, opts Options) *abi.Caller {
 				return c
 			}
 		}
-		return &abi.Caller{ID: id}
+		// An OAuth token whose role claim, not an agent of the agents
+		// file, gave the identity its type (RequireBearer).
+		role, _ := extra.TokenInfo.Extra[RoleExtra].(string)
+		return &abi.Caller{ID: id, Role: role}
 	}
 	return opts.Caller
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // MaxRESTBody caps the body of a REST call.
@@ -106,7 +107,12 @@ func REST(d *dispatch.Dispatcher, opts Options) http.Handler {
 		if len(input) == 0 || string(input) == "null" {
 			input = json.RawMessage("{}")
 		}
-		res := d.Call(r.Context(), dispatch.Request{Tool: body.ToolName, Arguments: input, Caller: c})
+		// The call's span is a child of the caller's traceparent header.
+		ctx := r.Context()
+		if opts.Tracer.On() {
+			ctx = tracing.Extract(ctx, nil, r.Header)
+		}
+		res := d.Call(ctx, dispatch.Request{Tool: body.ToolName, Arguments: input, Caller: c})
 		if res.IsError() {
 			writeREST(w, http.StatusOK, nil, res.Envelope)
 			return

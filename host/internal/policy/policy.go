@@ -24,6 +24,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/jsonfile"
+	"github.com/plugboard/plugboard/host/internal/oauth"
 )
 
 // Agent types: the roles a plugin's manifest may declare (abi.AgentRoles).
@@ -177,6 +178,7 @@ type Policy struct {
 	byID     map[string]int
 	perms    map[string]Rules
 	critical []string
+	oauth    *oauth.Config
 }
 
 // Default is the policy of a server run without an agents file: no agents,
@@ -195,6 +197,10 @@ type File struct {
 	// CriticalTools are entries (globs or "plugin:NAME", matched like
 	// permissions) whose tools' final failure is escalated as critical.
 	CriticalTools []string `json:"critical_tools,omitempty"`
+	// OAuth, when set, admits over HTTP the access tokens the
+	// organisation's authorization server issues for this server, mapped
+	// to agents and types by their claims (oauth.Config).
+	OAuth *oauth.Config `json:"oauth,omitempty"`
 }
 
 // FileRules is one type's rules in an agents file. Allow and Deny replace
@@ -351,6 +357,12 @@ func ParseDoc(doc *jsonfile.Doc) (*Policy, error) {
 		}
 	}
 	p.critical = f.CriticalTools
+	if f.OAuth != nil {
+		for _, pr := range f.OAuth.Check(Types) {
+			fail(append(jsonfile.Path{"oauth"}, pr.Key...), "%s", pr.Message)
+		}
+		p.oauth = f.OAuth
+	}
 	if err := jsonfile.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -436,6 +448,9 @@ func (p *Policy) Caller(id string) (*abi.Caller, bool) {
 	}
 	return a.Caller(), true
 }
+
+// OAuth returns the agents file's oauth section, or nil.
+func (p *Policy) OAuth() *oauth.Config { return p.oauth }
 
 // Tokens returns every agent's bearer token and whose it is.
 func (p *Policy) Tokens() map[string]string {

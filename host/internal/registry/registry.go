@@ -36,6 +36,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/atomicfile"
 	"github.com/plugboard/plugboard/host/internal/grants"
 	"github.com/plugboard/plugboard/host/internal/hostkey"
+	"github.com/plugboard/plugboard/host/internal/metrics"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
@@ -251,6 +252,9 @@ type Options struct {
 	// source with Err is a problem, and a folder's plugin of its name is
 	// not loaded).
 	Sources []Source
+	// Metrics counts plugin loads and unloads and reads the compiled
+	// plugins' pools at each scrape; nil records nothing.
+	Metrics *metrics.Metrics
 
 	// gate is the registry's: calls' compilations against the warm-up.
 	gate *compileGate
@@ -277,7 +281,22 @@ func Load(ctx context.Context, opts Options) (*Registry, error) {
 	if _, err := r.reload(ctx); err != nil {
 		return nil, err
 	}
+	opts.Metrics.SetPools(r.pools)
 	return r, nil
+}
+
+// pools is what plugboard_plugin_instances reads: the instances of each
+// served plugin compiled so far (a plugin never called has none).
+func (r *Registry) pools() []metrics.Pool {
+	var out []metrics.Pool
+	for _, p := range r.snap().plugins {
+		if !p.compiled.Load() || p.rt == nil {
+			continue
+		}
+		idle, busy := p.rt.Instances()
+		out = append(out, metrics.Pool{Plugin: p.Name(), Idle: idle, Busy: busy})
+	}
+	return out
 }
 
 // Reload scans the plugin directories again and, when a plugin file was
@@ -426,6 +445,16 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 				file = e.module
 			}
 			e.plugin, e.err = loadOne(ctx, file, r.opts)
+			if m := r.opts.Metrics; m != nil {
+				name := strings.TrimSuffix(filepath.Base(file), ".wasm")
+				if e.err == nil {
+					name = e.plugin.Name()
+					if src, ok := origin[path]; ok {
+						name = src.Name
+					}
+				}
+				m.Loaded(name, e.err)
+			}
 			if e.err == nil && e.module == "" {
 				e.plugin.stamp, e.plugin.module = e.stamp, &module{}
 			}
@@ -555,6 +584,7 @@ func (r *Registry) reload(ctx context.Context) (bool, error) {
 	// finish, without holding up the reload.
 	for path, old := range r.files {
 		if n := next[path]; old.plugin != nil && (n == nil || n.plugin != old.plugin) {
+			r.opts.Metrics.Unloaded(old.plugin.Name())
 			go old.plugin.close(r.opts.Logger)
 		}
 	}

@@ -105,6 +105,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // HTTPRecord is one Extism http_request a plugin made, handed to
@@ -663,12 +664,18 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 	rec := HTTPRecord{Method: meta.Method}
 	// standIn is set by standInRouter to the stand-in the request went to.
 	var standIn string
+	// hostName is the URL's host without its port, for the metrics.
+	var hostName string
 	start := time.Now()
 	record := func(env *abi.Envelope) {
 		if env != nil {
 			rec.Err = env.Message
 		}
 		rec.Duration = time.Since(start)
+		tracing.HTTP(ctx, rec.Method, hostName, rec.Status)
+		if m := e.cfg.Metrics; m != nil {
+			m.Egress(hostName, env != nil && env.Code == abi.CodePermissionDenied, env != nil, rec.Status)
+		}
 		if k.opts != nil && k.opts.HTTP != nil {
 			rec.Host = clipText(red.String(rec.Host), maxRecordText)
 			rec.URL = clipText(red.String(rec.URL), maxRecordText)
@@ -700,6 +707,7 @@ func (k *kernel) httpRequest(e *Engine, ctx context.Context, reqOff, bodyOff uin
 		end(env)
 	}
 	rec.Host, rec.URL = strings.ToLower(u.Host), displayURL(u)
+	hostName = strings.ToLower(u.Hostname())
 	if limit := k.plugin.limits.MaxHTTPRequests; k.httpRequests >= limit {
 		end(k.capEnvelope("HTTP requests in one call", "max_http_requests", k.httpRequests+1, limit, "count"))
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/metrics"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
 
@@ -99,6 +100,9 @@ type Config struct {
 	// reports the plugin's grants. nil answers every board call with
 	// CodeUnavailable.
 	Board BoardHandler
+	// Metrics records compilations (whether the machine code came from
+	// the disk cache) and the plugins' HTTP requests; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // BoardHandler serves one board API call from a plugin.
@@ -267,12 +271,15 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 		p.releaseOptions()
 		return nil, fmt.Errorf("plugin %s: %w", name, err)
 	}
+	done := e.timeCompile(name, wasm)
 	instrumented, err := e.instrument(wasm)
 	if err != nil {
+		done(err)
 		p.releaseOptions()
 		return nil, fmt.Errorf("instrument %s: %w", name, err)
 	}
 	cm, err := e.compileModule(ctx, instrumented)
+	done(err)
 	if err != nil {
 		p.releaseOptions()
 		return nil, fmt.Errorf("compile %s: %w", name, err)
@@ -290,6 +297,25 @@ func (e *Engine) compile(ctx context.Context, name string, wasm []byte, opts Plu
 	}
 	p.startIdleJanitor()
 	return p, nil
+}
+
+// timeCompile starts timing a compilation of wasm for plugin name; the
+// function it returns records it with its error. Without metrics it does
+// nothing, and does not read the cache's mark (a hash of the module).
+func (e *Engine) timeCompile(name string, wasm []byte) func(error) {
+	m := e.cfg.Metrics
+	if m == nil {
+		return func(error) {}
+	}
+	cache := metrics.CacheOff
+	if e.cfg.CacheDir != "" && e.code != nil {
+		cache = metrics.CacheMiss
+		if e.Cached(wasm) {
+			cache = metrics.CacheHit
+		}
+	}
+	start := time.Now()
+	return func(err error) { m.Compiled(name, cache, err, time.Since(start)) }
 }
 
 // checkImports refuses modules importing anything the host does not provide,

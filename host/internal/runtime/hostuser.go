@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // UserModule is Extism's namespace for host functions a host defines itself.
@@ -254,7 +255,15 @@ func (e *Engine) instantiateHostUser(ctx context.Context) error {
 		fn := uf.fn
 		b.NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
-				fn(e, kernelFrom(ctx), ctx, stack)
+				k := kernelFrom(ctx)
+				if !tracing.Recording(ctx) {
+					fn(e, k, ctx, stack)
+					return
+				}
+				traceHost(ctx, k, UserModule, name, func(ctx context.Context) string {
+					fn(e, k, ctx, stack)
+					return ""
+				})
 			}), uf.params, uf.results).
 			Export(name)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
 
@@ -219,6 +220,11 @@ func (e *Engine) instantiateHostV1(ctx context.Context) error {
 					env = abi.NewEnvelope(abi.CodePermissionDenied,
 						fmt.Sprintf("host function %s needs capability %q, which this plugin was not granted", name, capability),
 						"declare the capability in the plugin manifest and ask the operator to grant it")
+				} else if tracing.Recording(ctx) {
+					traceHost(ctx, k, abi.HostModule, name, func(ctx context.Context) string {
+						result, env = h(e, k, ctx, req)
+						return envCode(env)
+					})
 				} else {
 					result, env = h(e, k, ctx, req)
 				}

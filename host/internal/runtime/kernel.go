@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // kernel is the per-instance state behind the Extism kernel functions: the
@@ -309,7 +310,14 @@ var kernelFuncs = map[string]kernelFunc{
 	// PluginOptions.HTTP every request is refused, naming the setting that
 	// would allow it.
 	"http_request": {[]api.ValueType{i64, i64}, []api.ValueType{i64}, func(e *Engine, k *kernel, ctx context.Context, _ api.Module, s []uint64) {
-		s[0] = k.httpRequest(e, ctx, s[0], s[1])
+		if !tracing.Recording(ctx) {
+			s[0] = k.httpRequest(e, ctx, s[0], s[1])
+			return
+		}
+		traceHost(ctx, k, abi.ExtismModule, "http_request", func(ctx context.Context) string {
+			s[0] = k.httpRequest(e, ctx, s[0], s[1])
+			return ""
+		})
 	}},
 	// The status of the call's last response (0 before any), as Extism's.
 	"http_status_code": {nil, []api.ValueType{i32}, func(_ *Engine, k *kernel, _ context.Context, _ api.Module, s []uint64) {

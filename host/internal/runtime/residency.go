@@ -111,11 +111,14 @@ func (p *Plugin) loadCode(ctx context.Context) (wazero.CompiledModule, error) {
 	if sha256.Sum256(wasm) != p.code.sum {
 		return nil, fail(fmt.Errorf("the file no longer holds the module that was loaded"))
 	}
+	done := p.engine.timeCompile(p.name, wasm)
 	instrumented, err := p.engine.instrument(wasm)
 	if err != nil {
+		done(err)
 		return nil, fail(err)
 	}
 	cm, err := p.engine.compileModule(context.WithoutCancel(ctx), instrumented)
+	done(err)
 	if err != nil {
 		return nil, fail(err)
 	}

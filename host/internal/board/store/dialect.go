@@ -10,9 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/plugboard/plugboard/host/internal/metrics"
+	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
 // One store, two dialects. The store's SQL is written once, with ?
@@ -27,6 +31,8 @@ import (
 type sqlDB struct {
 	db *sql.DB
 	pg bool
+	// metrics times the operations (metrics.go); nil: not timed.
+	metrics atomic.Pointer[metrics.Store]
 }
 
 func (d *sqlDB) q(query string) string {
@@ -37,13 +43,21 @@ func (d *sqlDB) q(query string) string {
 }
 
 func (d *sqlDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	defer d.time(metrics.StoreExec)()
+	ctx, span := tracing.StartStore(ctx, dbSystem(d.pg), query)
 	res, err := d.db.ExecContext(ctx, d.q(query), args...)
-	return res, d.classify(err)
+	err = d.classify(err)
+	tracing.EndErr(span, err)
+	return res, err
 }
 
 func (d *sqlDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	defer d.time(metrics.StoreQuery)()
+	ctx, span := tracing.StartStore(ctx, dbSystem(d.pg), query)
 	rows, err := d.db.QueryContext(ctx, d.q(query), args...)
-	return rows, d.classify(err)
+	err = d.classify(err)
+	tracing.EndErr(span, err)
+	return rows, err
 }
 
 // classify turns a PostgreSQL server's condition (a full disk, a
@@ -57,7 +71,11 @@ func (d *sqlDB) classify(err error) error {
 }
 
 func (d *sqlDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return d.db.QueryRowContext(ctx, d.q(query), args...)
+	defer d.time(metrics.StoreQuery)()
+	ctx, span := tracing.StartStore(ctx, dbSystem(d.pg), query)
+	row := d.db.QueryRowContext(ctx, d.q(query), args...)
+	tracing.EndErr(span, row.Err())
+	return row
 }
 
 func (d *sqlDB) Close() error { return d.db.Close() }
@@ -78,14 +96,20 @@ func (t *Tx) q(query string) string {
 
 // ExecContext is sql.Tx's, with ? placeholders.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, span := tracing.StartStore(ctx, dbSystem(t.pg), query)
 	res, err := t.tx.ExecContext(ctx, t.q(query), args...)
-	return res, t.classify(err)
+	err = t.classify(err)
+	tracing.EndErr(span, err)
+	return res, err
 }
 
 // QueryContext is sql.Tx's, with ? placeholders.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx, span := tracing.StartStore(ctx, dbSystem(t.pg), query)
 	rows, err := t.tx.QueryContext(ctx, t.q(query), args...)
-	return rows, t.classify(err)
+	err = t.classify(err)
+	tracing.EndErr(span, err)
+	return rows, err
 }
 
 // classify is sqlDB.classify's, for a statement of the transaction.
@@ -98,7 +122,10 @@ func (t *Tx) classify(err error) error {
 
 // QueryRowContext is sql.Tx's, with ? placeholders.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.q(query), args...)
+	ctx, span := tracing.StartStore(ctx, dbSystem(t.pg), query)
+	row := t.tx.QueryRowContext(ctx, t.q(query), args...)
+	tracing.EndErr(span, row.Err())
+	return row
 }
 
 // PrepareContext is sql.Tx's, with ? placeholders.
@@ -186,6 +213,7 @@ const (
 // a short jittered pause. fn must therefore be safe to re-run: it must
 // (re)set, not accumulate into, whatever it leaves outside.
 func (s *Store) tx(ctx context.Context, fn func(*Tx) error) error {
+	defer s.db.time(metrics.StoreTx)()
 	if !s.pg {
 		return s.runTx(ctx, nil, fn)
 	}

@@ -141,7 +141,7 @@ function loginView(foreign) {
   const input = h("input", {id: "token", type: "password", autocomplete: "current-password", required: true});
   const form = h("form", {class: "card login", id: "login"},
     h("h1", {}, "Sign in"),
-    h("p", {class: "muted"}, "This server needs a bearer token: the one plugboard serve was given, or an agent's."),
+    h("p", {class: "muted"}, "This server needs a bearer token: the one plugboard serve was given, or an agent's from the agents file. Identity-provider (OAuth) sign-in is for MCP clients; this page does not take it."),
     foreign ? h("p", {id: "foreign-session"}, "This browser carries a session this page did not start (another site may have set it). " +
       "Sign in to replace it.") : null,
     h("label", {for: "token"}, "Bearer token"), input,
