@@ -7,7 +7,7 @@
 #                matrix in conformance/clients and the agent CLI test in
 #                conformance/agents install their pinned npm packages with npm)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck, in every module
-#   make bench   benchmarks in bench/, host/internal/runtime, host/internal/board/... and cmd/plugboard,
+#   make bench   benchmarks in bench/, host/internal/runtime, host/internal/board/... and cmd/plugboard/e2e,
 #                output also in dist/bench.txt
 #   make clean   remove bin/ and dist/
 #
@@ -47,7 +47,7 @@ WASM    := $(PLUGINS:%=dist/plugins/%.wasm)
 # gosrc lists the non-test .go files under the given directories.
 gosrc = $(shell find $(1) -name '*.go' ! -name '*_test.go' 2>/dev/null)
 
-HOST_SRC  := $(filter-out build/buildtest/%,$(call gosrc,cmd host abi build conformance)) go.mod go.sum abi/go.mod \
+HOST_SRC  := $(filter-out internal/testing/buildtest/%,$(call gosrc,cmd host abi build conformance)) go.mod go.sum abi/go.mod \
              $(shell find host/internal/dashboard/assets -type f 2>/dev/null)
 GUEST_SRC := $(call gosrc,sdk-guest abi) go.mod go.sum abi/go.mod sdk-guest/go.mod sdk-guest/go.sum
 
@@ -76,10 +76,11 @@ $(BIN): $(HOST_SRC)
 dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $(GUEST_SRC) $(BIN)
 	$(BIN) plugin build plugins/$* -o $@
 
-# The tests build their own artifacts (build/buildtest), so they pass without
+# The tests build their own artifacts (internal/testing/buildtest), so they pass without
 # `make build` too; building first catches a broken plugin with a clear error.
-# cmd/plugboard's end-to-end tests take about 19 minutes on a 2-core machine:
-# the per-package timeout leaves room for a slower one.
+# The end-to-end tests of the binary (cmd/plugboard/e2e, the long package)
+# take about 19 minutes on a 2-core machine: the per-package timeout leaves
+# room for a slower one.
 test: build postgres browser prometheus
 	$(GO) test -timeout 40m $(TESTFLAGS) $(PKGS)
 	$(GO) vet $(PKGS)
@@ -95,7 +96,7 @@ test: build postgres browser prometheus
 postgres:
 	@bash build/install-postgresql.sh || { [ -z "$${PLUGBOARD_REQUIRE_POSTGRES:-}" ] && echo "==> PostgreSQL not installed: its tests skip"; }
 
-# The browser tests (build/browsertest) drive Debian's chromium headless:
+# The browser tests (internal/testing/browsertest) drive Debian's chromium headless:
 # installed here when missing (as root, with apt-get). Without it they
 # skip, unless PLUGBOARD_REQUIRE_BROWSER=1 (CI sets it).
 browser:
@@ -109,7 +110,7 @@ prometheus:
 
 bench:
 	@mkdir -p dist
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... ./host/internal/runtime ./host/internal/board/... ./cmd/plugboard | tee dist/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./bench/... ./host/internal/runtime ./host/internal/board/... ./cmd/plugboard/e2e | tee dist/bench.txt
 	@echo "==> benchmark output saved in dist/bench.txt"
 
 demo: build

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // Every figure is a ratio between paths measured side by side in one run
@@ -223,24 +222,6 @@ func BenchmarkEcho(b *testing.B) {
 	})
 }
 
-// syncBuffer collects a child's stderr for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // nativeEchoBinary builds bench/nativeecho into a temporary directory.
 func nativeEchoBinary(tb testing.TB) string {
 	tb.Helper()
@@ -280,7 +261,7 @@ func connectKill(tb testing.TB, name string, args ...string) (*mcp.ClientSession
 func connectCmd(tb testing.TB, name string, args ...string) (*mcp.ClientSession, func(), *exec.Cmd, error) {
 	tb.Helper()
 	cmd := exec.Command(name, args...)
-	stderr := &syncBuffer{}
+	stderr := &clitest.SyncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance/clients"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // BenchmarkFootprint measures plugboard the way users run it: `plugboard
@@ -279,7 +280,7 @@ type rpcServer struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *syncBuffer
+	stderr *clitest.SyncBuffer
 	data   string // --data of a plugboard serve, "" otherwise
 	id     int
 	done   bool
@@ -288,7 +289,7 @@ type rpcServer struct {
 // startRPC starts the command and completes the MCP initialize handshake.
 func startRPC(tb testing.TB, name string, args ...string) *rpcServer {
 	tb.Helper()
-	s := &rpcServer{cmd: exec.Command(name, args...), stderr: &syncBuffer{}}
+	s := &rpcServer{cmd: exec.Command(name, args...), stderr: &clitest.SyncBuffer{}}
 	for i, a := range args {
 		if a == "--data" && i+1 < len(args) {
 			s.data = args[i+1]

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // BenchmarkEchoMetrics measures BenchmarkEcho's in-process echo call (the
@@ -15,7 +15,6 @@ import (
 // and on (plugin.LoadOptions.Metrics, as serve --metrics records calls):
 // what metrics add to every call is the difference.
 func BenchmarkEchoMetrics(b *testing.B) {
-	ctx := context.Background()
 	dir, _ := buildtest.Plugins(b, "plugins/echo")
 	for _, on := range []bool{false, true} {
 		name := "off"
@@ -23,28 +22,7 @@ func BenchmarkEchoMetrics(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			engine, err := plugin.NewEngine(ctx, plugin.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = engine.Close(ctx) })
-			set, err := plugin.LoadDir(ctx, engine, dir, plugin.LoadOptions{Metrics: on})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = set.Close(ctx) })
-			req := plugin.Request{Tool: "echo", Arguments: echoArgs}
-			call := func() {
-				if res := set.Call(ctx, req); res.IsError() {
-					b.Fatalf("echo: %s", res.Structured)
-				}
-			}
-			call() // warm: compile, instantiate, resolve the schema
-			b.ReportAllocs()
-			for b.Loop() {
-				call()
-			}
-			reportLatency(b, call)
+			set := benchEchoCalls(b, dir, plugin.LoadOptions{Metrics: on})
 			if !on {
 				return
 			}
@@ -56,4 +34,36 @@ func BenchmarkEchoMetrics(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchEchoCalls loads the plugins of dir with opts in an engine of their
+// own, warms echo (compile, instantiate, resolve the schema), then times
+// echo calls with a 1 KiB argument, reporting allocations and latency
+// percentiles. It returns the set for checks after the loop.
+func benchEchoCalls(b *testing.B, dir string, opts plugin.LoadOptions) *plugin.Set {
+	b.Helper()
+	ctx := context.Background()
+	engine, err := plugin.NewEngine(ctx, plugin.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = engine.Close(ctx) })
+	set, err := plugin.LoadDir(ctx, engine, dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = set.Close(ctx) })
+	req := plugin.Request{Tool: "echo", Arguments: echoArgs}
+	call := func() {
+		if res := set.Call(ctx, req); res.IsError() {
+			b.Fatalf("echo: %s", res.Structured)
+		}
+	}
+	call()
+	b.ReportAllocs()
+	for b.Loop() {
+		call()
+	}
+	reportLatency(b, call)
+	return set
 }

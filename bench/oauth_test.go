@@ -24,7 +24,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // BenchmarkHTTPEchoAuth measures one echo call (1 KiB) over streamable

@@ -8,8 +8,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // discard is a span exporter that drops what it is sent, counting the
@@ -47,28 +47,7 @@ func BenchmarkEchoTraces(b *testing.B) {
 				b.Cleanup(func() { _ = sdk.Shutdown(ctx) })
 				tp = sdk
 			}
-			engine, err := plugin.NewEngine(ctx, plugin.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = engine.Close(ctx) })
-			set, err := plugin.LoadDir(ctx, engine, dir, plugin.LoadOptions{Tracer: tp})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = set.Close(ctx) })
-			req := plugin.Request{Tool: "echo", Arguments: echoArgs}
-			call := func() {
-				if res := set.Call(ctx, req); res.IsError() {
-					b.Fatalf("echo: %s", res.Structured)
-				}
-			}
-			call() // warm: compile, instantiate, resolve the schema
-			b.ReportAllocs()
-			for b.Loop() {
-				call()
-			}
-			reportLatency(b, call)
+			benchEchoCalls(b, dir, plugin.LoadOptions{Tracer: tp})
 			if !on {
 				return
 			}

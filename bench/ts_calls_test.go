@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // benchTSClientEcho is BenchmarkFootprint's ts-client/echo: footprintCalls

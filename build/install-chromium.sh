@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a Chromium browser is installed, for the tests that drive pages
-# in a real browser (build/browsertest starts it headless, with a throwaway
+# in a real browser (internal/testing/browsertest starts it headless, with a throwaway
 # profile of its own). Idempotent: does nothing when chromium or
 # chromium-browser is in PATH or /usr/bin/chromium exists. Otherwise installs
 # Debian's chromium package (with fonts-dejavu-core, so pages render text in

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a PostgreSQL server (initdb, pg_ctl, postgres) is installed, for
-# the tests of the PostgreSQL store (build/pgtest starts a throwaway
+# the tests of the PostgreSQL store (internal/testing/pgtest starts a throwaway
 # cluster of its own, so the Debian package's default cluster is stopped).
 # Idempotent: does nothing when initdb is already in PATH or under
 # /usr/lib/postgresql/*/bin. Otherwise installs Debian's postgresql package,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a Prometheus server (/usr/bin/prometheus) is installed, for the
-# metrics end-to-end test (cmd/plugboard/metrics_e2e_test.go starts one of
+# metrics end-to-end test (cmd/plugboard/e2e/metrics_e2e_test.go starts one of
 # its own, on a free port with a throwaway storage directory, so the Debian
 # package's service is stopped). Idempotent: does nothing when prometheus is
 # already in PATH or at /usr/bin/prometheus. Otherwise installs Debian's

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // failed lists a plugin's failed checks as "severity id/tool" (or

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestConformanceFirstParty runs the kit on every first-party plugin (each

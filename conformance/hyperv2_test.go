@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
 	"github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestConformanceHyperV2 runs the kit on a hyper-mcp v2 plugin

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
 	"github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // goWasm builds a Go plugin as its author's own build would — plain

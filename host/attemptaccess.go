@@ -31,6 +31,9 @@ import (
 // host. It admits the live attempt tokens and nothing else: no operator
 // token, no unauthenticated request, no dashboard, no REST door.
 
+// Access and AccessIssuer are aliases of the board's, as BoardConfig is:
+// an embedder's issuer is a field of the board's configuration, handed to
+// the board as it is.
 type (
 	// Access is what the board gives one attempt process to reach it
 	// (BoardConfig.Access).

@@ -2,19 +2,21 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/datadir"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
-// Types of the operator's board API that are not agent-facing wire types
-// (those are abi/tasks'). They are the board's own, named here so a
-// program outside this module can use them.
+// The board's configuration, named here so a program outside this module
+// can fill it in. They are aliases of host/internal/board's because
+// Config.Board is handed to the board as it is (its Executors and Metrics
+// are set by the host, not by a caller).
 type (
 	// BoardConfig configures the task board (Config.Board, OpenBoard).
 	BoardConfig = board.Config
@@ -23,26 +25,216 @@ type (
 	// Sandbox configures the OS sandbox of attempt processes
 	// (BoardConfig.Sandbox).
 	Sandbox = board.Sandbox
-	// RepoSpec is one repository of a project being created.
-	RepoSpec = board.RepoSpec
-	// Project is a project with its repositories, as the operator sees it.
-	Project = store.Project
-	// ProjectRepo is one repository of a project.
-	ProjectRepo = store.ProjectRepo
-	// Process is one execution process of an attempt.
-	Process = store.Process
-	// Decision is one row of the decision log.
-	Decision = store.Decision
-	// DecisionFilter selects decision log rows.
-	DecisionFilter = store.DecisionFilter
-	// LogsArgs, LogsResult and LogEntry are tail_attempt_logs' arguments
-	// and answer with each entry as stored (JSON).
-	LogsArgs   = board.LogsArgs
-	LogsResult = board.LogsResult
-	LogEntry   = board.LogEntry
-	// HostInfo is one host sharing the board's store (Board.Hosts).
-	HostInfo = board.HostInfo
 )
+
+// LogsResult and LogEntry are tail_attempt_logs' answer with each entry as
+// stored (JSON). They are aliases because the shape is abi/tasks' public
+// contract (BoardLogs), the same agents receive; only the entry type is
+// fixed here.
+type (
+	LogsResult = tasks.BoardLogs[json.RawMessage]
+	LogEntry   = tasks.BoardLogEntry[json.RawMessage]
+)
+
+// The board's own records as the operator reads them. They are types of
+// this package, not the store's rows: a row's columns are the schema's to
+// change, and each of these is converted from its row in one function
+// below, so a schema change stops there instead of reaching callers.
+
+// RepoSpec is one repository of a project being created.
+type RepoSpec struct {
+	// Path is the repository's directory (a git work tree).
+	Path string
+	// Name is the repository's name in the project ("" = the directory's
+	// base name).
+	Name string
+	// TargetBranch is the branch attempts start from ("" = the
+	// repository's current branch).
+	TargetBranch string
+	// SetupScript and CleanupScript are optional shell scripts run in
+	// each attempt's clone before and after the agent.
+	SetupScript   string
+	CleanupScript string
+}
+
+// Project is a project with its repositories, as the operator sees it.
+// Its JSON is what `plugboard project` commands print with --json.
+type Project struct {
+	ID   string `json:"project_id"`
+	Name string `json:"name"`
+	// CreatedAt and UpdatedAt are in TimeFormat.
+	CreatedAt string        `json:"created_at"`
+	UpdatedAt string        `json:"updated_at"`
+	Repos     []ProjectRepo `json:"repos"`
+}
+
+// ProjectRepo is one repository of a project: where it is, the branch
+// attempts start from and the optional scripts run around the agent.
+type ProjectRepo struct {
+	ID   string `json:"repo_id"`
+	Name string `json:"repo_name"`
+	// Path is the repository's absolute path.
+	Path          string `json:"path"`
+	CreatedAt     string `json:"created_at"`
+	UpdatedAt     string `json:"updated_at"`
+	TargetBranch  string `json:"target_branch"`
+	SetupScript   string `json:"setup_script,omitempty"`
+	CleanupScript string `json:"cleanup_script,omitempty"`
+}
+
+// Process is one execution process of an attempt: a setup or cleanup
+// script, the coding agent, a dev server.
+type Process struct {
+	ID        string
+	AttemptID string
+	// SessionID is the agent session it continues (nil for a script).
+	SessionID *string
+	// RunReason is why it ran (tasks.RunSetupScript, tasks.RunCodingAgent,
+	// tasks.RunDevServer, …); Status where it is (running, completed,
+	// failed, killed).
+	RunReason string
+	Status    string
+	Command   string
+	PID       int
+	// ExitCode is nil until it has exited; EndReason says why it ended
+	// when the exit code does not (a signal, a start failure, "host
+	// exited").
+	ExitCode  *int
+	EndReason string
+	// Times are in TimeFormat; CompletedAt is nil while it runs.
+	StartedAt   string
+	CompletedAt *string
+	CreatedAt   string
+	UpdatedAt   string
+}
+
+// Decision is one row of the decision log: a call (DecisionKindCall) or a
+// decision an agent recorded (DecisionKindDecision). Its JSON is what
+// `plugboard audit tail --json` prints.
+type Decision struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	AgentID   string `json:"agent_id"`
+	AgentType string `json:"agent_type"`
+	Tool      string `json:"tool"`
+	RequestID string `json:"request_id"`
+	// Input, Result and Error are JSON as logged (payloads beyond
+	// AuditOptions' bound are capped).
+	Input     json.RawMessage `json:"input,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	ErrorCode string          `json:"error_code"`
+	Error     json.RawMessage `json:"error,omitempty"`
+	// Status is DecisionOK, DecisionError, or invoked while the call runs.
+	Status     string `json:"status"`
+	DurationMS *int64 `json:"duration_ms"`
+	Attempts   int    `json:"attempts"`
+	// Title and Body are a recorded decision's.
+	Title      string  `json:"title"`
+	Body       string  `json:"body"`
+	CreatedAt  string  `json:"created_at"`
+	FinishedAt *string `json:"finished_at"`
+	// HTTP lists the HTTP requests the plugin made during the call (a JSON
+	// array; nil when it made none).
+	HTTP json.RawMessage `json:"http,omitempty"`
+}
+
+// DecisionFilter selects decision log rows; empty fields select all.
+type DecisionFilter struct {
+	AgentID string
+	Tool    string
+	// Status selects one status (DecisionOK, DecisionError, or invoked).
+	Status string
+	// ErrorCode selects the calls that failed with this envelope code.
+	ErrorCode string
+	// CreatedFrom and CreatedBefore select the rows created at or after
+	// and before these times (TimeFormat): a time range of calls started.
+	CreatedFrom, CreatedBefore string
+	// Limit caps the rows (default 50).
+	Limit int
+	// FinishedAfter, when set, selects rows finished at or after this time
+	// (TimeFormat), oldest first: what a follower polls. Without it the
+	// newest Limit rows by creation are returned, newest first.
+	FinishedAfter string
+}
+
+// LogsArgs are tail_attempt_logs' arguments (tasks.LogsIn), and the
+// process whose log to read instead of the latest one's.
+type LogsArgs struct {
+	AttemptID string `json:"attempt_id"`
+	// Channel is "normalized" (the default) or "raw".
+	Channel         string `json:"channel,omitempty"`
+	Limit           int    `json:"limit,omitempty"`
+	Cursor          *int64 `json:"cursor,omitempty"`
+	AfterEntryIndex *int64 `json:"after_entry_index,omitempty"`
+	// ExecutionProcessID, when set, reads that process's log.
+	ExecutionProcessID string `json:"execution_process_id,omitempty"`
+}
+
+// HostInfo is one host sharing the board's store (Board.Hosts).
+type HostInfo struct {
+	HostID string `json:"host_id"`
+	// This is the host of the data directory this board was opened on.
+	This bool `json:"this"`
+	// Alive: a process serving it is running; Processes counts those.
+	Alive     bool `json:"alive"`
+	Processes int  `json:"processes"`
+	// LastSeen is its newest lease renewal ("" when none is stored).
+	LastSeen        string `json:"last_seen"`
+	RunningAttempts int    `json:"running_attempts"`
+	// Sandbox is what confines its attempt processes (SandboxMode); only
+	// This host's is known.
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// projectOf is p as callers see it.
+func projectOf(p store.Project) Project {
+	out := Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	if p.Repos != nil {
+		out.Repos = make([]ProjectRepo, len(p.Repos))
+	}
+	for i, r := range p.Repos {
+		out.Repos[i] = ProjectRepo{ID: r.ID, Name: r.Name, Path: r.Path, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			TargetBranch: r.TargetBranch, SetupScript: r.SetupScript, CleanupScript: r.CleanupScript}
+	}
+	return out
+}
+
+// projectResult is projectOf for a store call's answer.
+func projectResult(p store.Project, err error) (Project, error) {
+	if err != nil {
+		return Project{}, err
+	}
+	return projectOf(p), nil
+}
+
+// processesOf is ps as callers see them.
+func processesOf(ps []store.Process, err error) ([]Process, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Process, len(ps))
+	for i, p := range ps {
+		out[i] = Process{ID: p.ID, AttemptID: p.AttemptID, SessionID: p.SessionID, RunReason: p.RunReason,
+			Status: p.Status, Command: p.Command, PID: p.PID, ExitCode: p.ExitCode, EndReason: p.EndReason,
+			StartedAt: p.StartedAt, CompletedAt: p.CompletedAt, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	}
+	return out, nil
+}
+
+// listDecisions reads decision log rows as callers see them. The
+// conversions are of identical field lists: a column added to the row
+// stops compiling here, where it is decided whether callers get it.
+func listDecisions(ctx context.Context, st *store.Store, f DecisionFilter) ([]Decision, error) {
+	rows, err := st.ListDecisions(ctx, store.DecisionFilter(f))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Decision, len(rows))
+	for i, d := range rows {
+		out[i] = Decision(d)
+	}
+	return out, nil
+}
 
 // Errors the operator's board API returns (wrapped; test with errors.Is).
 var (
@@ -120,17 +312,29 @@ func (b *Board) Close() error {
 // serving processes and their attempts with a running process. A board
 // OpenBoard opened is not counted as serving its host; a Host's is.
 func (b *Board) Hosts(ctx context.Context) ([]HostInfo, error) {
-	return b.b.Hosts(ctx, !b.own)
+	hosts, err := b.b.Hosts(ctx, !b.own)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HostInfo, len(hosts))
+	for i, h := range hosts {
+		out[i] = HostInfo(h)
+	}
+	return out, nil
 }
 
 // CreateProject creates a project with its repositories.
 func (b *Board) CreateProject(ctx context.Context, name string, repos []RepoSpec) (Project, error) {
-	return b.b.CreateProject(ctx, name, repos)
+	specs := make([]board.RepoSpec, len(repos))
+	for i, r := range repos {
+		specs[i] = board.RepoSpec(r)
+	}
+	return projectResult(b.b.CreateProject(ctx, name, specs))
 }
 
 // AddRepo adds a repository to a project.
 func (b *Board) AddRepo(ctx context.Context, projectID string, repo RepoSpec) (Project, error) {
-	return b.b.AddRepo(ctx, projectID, repo)
+	return projectResult(b.b.AddRepo(ctx, projectID, board.RepoSpec(repo)))
 }
 
 // FindProject returns the project whose id, else whose name, is ref
@@ -139,9 +343,9 @@ func (b *Board) FindProject(ctx context.Context, ref string) (Project, error) {
 	st := b.b.Store()
 	p, err := st.GetProject(ctx, ref)
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return p, err
+		return projectResult(p, err)
 	}
-	return st.FindProjectByName(ctx, ref)
+	return projectResult(st.FindProjectByName(ctx, ref))
 }
 
 // ListProjects is list_projects.
@@ -196,7 +400,7 @@ func (b *Board) GetAttemptStatus(ctx context.Context, a tasks.AttemptIn) (tasks.
 
 // TailAttemptLogs is tail_attempt_logs, each entry as stored.
 func (b *Board) TailAttemptLogs(ctx context.Context, a LogsArgs) (LogsResult, error) {
-	return b.b.TailAttemptLogs(ctx, a)
+	return b.b.TailAttemptLogs(ctx, board.LogsArgs(a))
 }
 
 // StopAttempt is stop_attempt.
@@ -220,12 +424,12 @@ func (b *Board) RecordIdleAttempt(ctx context.Context, taskID, branch, dir strin
 
 // Processes lists an attempt's execution processes, oldest first.
 func (b *Board) Processes(ctx context.Context, attemptID string) ([]Process, error) {
-	return b.b.Store().AttemptProcesses(ctx, attemptID)
+	return processesOf(b.b.Store().AttemptProcesses(ctx, attemptID))
 }
 
 // Decisions lists decision log rows (see DecisionFilter).
 func (b *Board) Decisions(ctx context.Context, f DecisionFilter) ([]Decision, error) {
-	return b.b.Store().ListDecisions(ctx, f)
+	return listDecisions(ctx, b.b.Store(), f)
 }
 
 // Recover marks killed what a host that is gone left running (see
@@ -259,7 +463,7 @@ type DecisionReader struct{ st *store.Store }
 
 // Decisions lists rows (see DecisionFilter).
 func (r *DecisionReader) Decisions(ctx context.Context, f DecisionFilter) ([]Decision, error) {
-	return r.st.ListDecisions(ctx, f)
+	return listDecisions(ctx, r.st, f)
 }
 
 // Close closes the reader.

@@ -8,9 +8,9 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/boardapi"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // boardReady is the task board as it opens in the background. wait is the

@@ -10,12 +10,12 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/audit"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/dashboard"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/mail"
 	"github.com/plugboard/plugboard/host/internal/mcpserver"
 	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // dashboardFor builds the web dashboard ServeHTTP serves at "/": its
@@ -54,7 +54,7 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 			if err != nil {
 				return nil, err
 			}
-			rows, err := b.Store().ListDecisions(ctx, decisionFilter(q))
+			rows, err := listDecisions(ctx, b.Store(), decisionFilter(q))
 			return decisionSummaries(rows), err
 		},
 		Decision: func(ctx context.Context, id string) (any, error) {
@@ -104,7 +104,7 @@ func dashboardRead(t registry.Tool) bool {
 	return reserved && owner == t.Plugin.Name()
 }
 
-// decisionFilter is the store's filter of the Decisions view's query.
+// decisionFilter is the filter of the Decisions view's query.
 func decisionFilter(q dashboard.DecisionQuery) DecisionFilter {
 	f := DecisionFilter{AgentID: q.Agent, Tool: q.Tool, Status: q.Status, ErrorCode: q.ErrorCode, Limit: q.Limit}
 	if !q.From.IsZero() {

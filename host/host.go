@@ -29,7 +29,6 @@ import (
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/internal/audit"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/boardapi"
 	"github.com/plugboard/plugboard/host/internal/datadir"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
@@ -41,6 +40,7 @@ import (
 	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/store"
 	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
@@ -246,7 +246,7 @@ func (h *Host) open(ctx context.Context) error {
 		}
 	}
 	if cfg.Idempotency != nil {
-		h.idem = *cfg.Idempotency
+		h.idem = idempotency.Config{CompletedTTL: cfg.Idempotency.CompletedTTL, InProgressTTL: cfg.Idempotency.InProgressTTL}
 	} else if h.idem, err = idempotency.ConfigFromEnv(func(string) string { return "" }); err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (h *Host) open(ctx context.Context) error {
 	// The decision log (every call, and log_decision) and the mail system
 	// (mail tools, and escalations of calls that failed for good) keep
 	// their records in the board's store.
-	h.decisions = audit.NewWithOptions(func(ctx context.Context) (audit.Store, error) { return h.board.store(ctx) }, h.log, cfg.Audit)
+	h.decisions = audit.NewWithOptions(func(ctx context.Context) (audit.Store, error) { return h.board.store(ctx) }, h.log, audit.Options(cfg.Audit))
 	h.parts.add("decision log", func(context.Context) error { return h.decisions.Close() })
 	var directory mail.Agents
 	if len(cfg.Policy.Agents()) > 0 {
@@ -431,7 +431,7 @@ func (h *Host) StartPruner(ctx context.Context) {
 // Call makes one tool call through the whole pipeline (policy, validation,
 // idempotency, the plugin, the decision log) as the host's own caller.
 func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage, progress func(abi.ProgressRequest)) *Result {
-	return h.dispatcher.Call(ctx, dispatch.Request{Tool: tool, Arguments: args, Caller: h.caller, Progress: progress})
+	return resultOf(h.dispatcher.Call(ctx, dispatch.Request{Tool: tool, Arguments: args, Caller: h.caller, Progress: progress}))
 }
 
 // serverOptions are the MCP server's options for this host: the local

@@ -20,6 +20,8 @@ import (
 
 // PluginSetting is the operator's settings of one plugin (see
 // config.PluginSetting); Config.PluginSettings holds them by plugin name.
+// An alias because host/config is public: the configuration file's type is
+// already one callers can name.
 type PluginSetting = config.PluginSetting
 
 // LockFileName is the lockfile pinning the plugins with a source, in the

@@ -8,9 +8,15 @@ import (
 	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
-// OTLPEndpoint is where traces go: the URL an OTLP/HTTP exporter posts
-// them to, and the setting it came from.
-type OTLPEndpoint = tracing.Endpoint
+// OTLPEndpoint is where traces go (ResolveOTLPEndpoint). It is this
+// package's type, converted from the tracing package's at the boundary.
+type OTLPEndpoint struct {
+	// URL is the URL the OTLP/HTTP exporter posts traces to ("" when
+	// traces are off).
+	URL string
+	// From names the setting it came from, for the log and errors.
+	From string
+}
 
 // The standard OpenTelemetry variables ResolveOTLPEndpoint reads.
 const (
@@ -25,7 +31,8 @@ const (
 // file (a base URL, from the setting fileFrom names). A base URL gets
 // /v1/traces appended. None set is a zero OTLPEndpoint: traces off.
 func ResolveOTLPEndpoint(flag, file, fileFrom string, getenv func(string) string) (OTLPEndpoint, error) {
-	return tracing.ResolveEndpoint(flag, file, fileFrom, getenv)
+	ep, err := tracing.ResolveEndpoint(flag, file, fileFrom, getenv)
+	return OTLPEndpoint(ep), err
 }
 
 // NewOTLPTracerProvider returns the tracer provider for Config.Tracer that
@@ -35,5 +42,5 @@ func ResolveOTLPEndpoint(flag, file, fileFrom string, getenv func(string) string
 // certificates) and batch variables (OTEL_BSP_*) apply. The caller shuts
 // it down after the host's Close, which flushes it.
 func NewOTLPTracerProvider(ctx context.Context, ep OTLPEndpoint, version string) (*sdktrace.TracerProvider, error) {
-	return tracing.NewOTLP(ctx, ep, version)
+	return tracing.NewOTLP(ctx, tracing.Endpoint(ep), version)
 }

@@ -59,11 +59,11 @@ func (s agentsSource) read() (*plughost.Policy, error) {
 // force. The configuration file's problems are logged by the plugin
 // settings' watcher, which reads the same file on the same change, so here
 // they are not logged twice. An interval of 0 does nothing.
-func watchAgents(ctx context.Context, h *plughost.Host, src agentsSource, interval time.Duration) {
+func watchAgents(ctx context.Context, h *plughost.Host, src agentsSource, interval time.Duration, seen seenStamps) {
 	if interval <= 0 {
 		return
 	}
-	last := stampOf(src.file)
+	last := seen.of(src.file)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	log := h.Logger()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // fakeEndpoint is an agent endpoint: an MCP server over streamable HTTP
@@ -95,7 +97,7 @@ func TestAttemptProxy(t *testing.T) {
 	params := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"n": 1}}
 	params.SetProgressToken(7)
 	res, err := s.CallTool(ctx, params)
-	if err != nil || res.IsError || text(res) != `done {"n":1}` {
+	if err != nil || res.IsError || clitest.Text(res) != `done {"n":1}` {
 		t.Fatalf("work: %v %v", res, err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -144,7 +146,7 @@ func TestAttemptProxy(t *testing.T) {
 	// A tool it does not list goes to the endpoint anyway, whose answer
 	// (here: no such tool) is the agent's.
 	res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}})
-	if err != nil || !res.IsError || envelopeOf(t, res).Code != "tool_not_found" {
+	if err != nil || !res.IsError || clitest.EnvelopeOf(t, res).Code != "tool_not_found" {
 		t.Errorf("a withdrawn tool: %v %v, want a tool_not_found envelope", res, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	plughost "github.com/plugboard/plugboard/host"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // auditRow is one decision log row as the decision log writes it.
@@ -143,7 +144,7 @@ func TestAuditTailFollow(t *testing.T) {
 	data := t.TempDir()
 	seedAudit(t, data)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb syncBuffer
+	var out, errb clitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"audit", "tail", "--follow", "--agent", "w1", "--data", data}, &out, &errb)

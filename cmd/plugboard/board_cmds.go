@@ -108,6 +108,50 @@ func (c *boardCmd) fail(in *invocation, err error) error {
 	return &exitError{code: 1, err: errSilent}
 }
 
+// withBoard opens the board from the flags, runs do with it and closes
+// it: the preamble of every board command. Closing stops whatever the
+// command started that still runs (an attempt's processes do not outlive
+// the command).
+func (c *boardCmd) withBoard(ctx context.Context, in *invocation, do func(b *plughost.Board) error) error {
+	b, err := c.open(ctx, in)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return do(b)
+}
+
+// boardQuery is a board command that asks the board one thing: it checks
+// for between min and max positional arguments, runs check (flag checks
+// that need no board; nil for none), opens the board, asks it with get —
+// an error of get is reported by fail — and prints the answer as indented
+// JSON when *asJSON is set, else with text (which may ask the board more,
+// for its human view).
+func boardQuery[T any](c *boardCmd, min, max int, asJSON *bool, check func() error,
+	get func(ctx context.Context, in *invocation, b *plughost.Board) (T, error),
+	text func(ctx context.Context, in *invocation, b *plughost.Board, res T) error) runFunc {
+	return func(ctx context.Context, in *invocation) error {
+		if err := c.args(in, min, max); err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		return c.withBoard(ctx, in, func(b *plughost.Board) error {
+			res, err := get(ctx, in, b)
+			if err != nil {
+				return c.fail(in, err)
+			}
+			if *asJSON {
+				return printJSON(in.stdout, res)
+			}
+			return text(ctx, in, b, res)
+		})
+	}
+}
+
 // toolCommands are the board's MCP tools that have a CLI command, for
 // hints written for agents.
 var toolCommands = map[string]string{
@@ -174,12 +218,9 @@ func projectCreateCommand(fs *flag.FlagSet) runFunc {
 	setup := fs.String("setup-script", "", "bash script run in each repo's worktree before the agent")
 	cleanup := fs.String("cleanup-script", "", "bash script run in each repo's worktree after the agent")
 	asJSON := fs.Bool("json", false, "print the project as JSON")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 1, 1); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		var specs []plughost.RepoSpec
+	var specs []plughost.RepoSpec
+	parseRepos := func() error {
+		specs = nil
 		for _, r := range repos {
 			path, branch, err := splitRepoArg(r)
 			if err != nil {
@@ -187,27 +228,25 @@ func projectCreateCommand(fs *flag.FlagSet) runFunc {
 			}
 			specs = append(specs, plughost.RepoSpec{Path: path, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
 		}
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		p, err := b.CreateProject(ctx, in.args[0], specs)
-		// Only the project's own name: a repo name clash is an ErrExists too.
-		if errors.Is(err, plughost.ErrProjectExists) {
-			err = abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("a project named %q exists", strings.TrimSpace(in.args[0])),
-				"pick another name, or add repos to it with `plugboard repo add`")
-		}
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, p)
-		}
-		fmt.Fprintf(stdout, "project %s  %s\n", p.ID, p.Name)
-		printRepos(stdout, p.Repos)
 		return nil
 	}
+	return boardQuery(c, 1, 1, asJSON, parseRepos,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (plughost.Project, error) {
+			p, err := b.CreateProject(ctx, in.args[0], specs)
+			// Only the project's own name: a repo name clash is an ErrExists too.
+			if errors.Is(err, plughost.ErrProjectExists) {
+				err = abi.NewEnvelope(abi.CodeConflict, fmt.Sprintf("a project named %q exists", strings.TrimSpace(in.args[0])),
+					"pick another name, or add repos to it with `plugboard repo add`")
+			}
+			return p, err
+		}, printProject)
+}
+
+// printProject shows a project and its repos.
+func printProject(_ context.Context, in *invocation, _ *plughost.Board, p plughost.Project) error {
+	fmt.Fprintf(in.stdout, "project %s  %s\n", p.ID, p.Name)
+	printRepos(in.stdout, p.Repos)
+	return nil
 }
 
 // printRepos shows a project's repos as a table (nothing when there are
@@ -238,34 +277,22 @@ func printRepos(w io.Writer, repos []plughost.ProjectRepo) {
 func projectListCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 0, 0); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		res, err := b.ListProjects(ctx)
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		if len(res.Projects) == 0 {
-			fmt.Fprintln(stdout, "no projects; create one with `plugboard project create NAME --repo PATH`")
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "PROJECT_ID\tNAME\tREPOS\tCREATED")
-		for _, p := range res.Projects {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.ProjectID, p.Name, p.RepoCount, shortTime(p.CreatedAt))
-		}
-		return tw.Flush()
-	}
+	return boardQuery(c, 0, 0, asJSON, nil,
+		func(ctx context.Context, _ *invocation, b *plughost.Board) (tasks.ProjectsOut, error) {
+			return b.ListProjects(ctx)
+		},
+		func(_ context.Context, in *invocation, _ *plughost.Board, res tasks.ProjectsOut) error {
+			if len(res.Projects) == 0 {
+				fmt.Fprintln(in.stdout, "no projects; create one with `plugboard project create NAME --repo PATH`")
+				return nil
+			}
+			tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PROJECT_ID\tNAME\tREPOS\tCREATED")
+			for _, p := range res.Projects {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.ProjectID, p.Name, p.RepoCount, shortTime(p.CreatedAt))
+			}
+			return tw.Flush()
+		})
 }
 
 func repoAddCommand(fs *flag.FlagSet) runFunc {
@@ -275,38 +302,22 @@ func repoAddCommand(fs *flag.FlagSet) runFunc {
 	setup := fs.String("setup-script", "", "bash script run in the repo's worktree before the agent")
 	cleanup := fs.String("cleanup-script", "", "bash script run in the repo's worktree after the agent")
 	asJSON := fs.Bool("json", false, "print the project as JSON")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 1, 1); err != nil {
-			return err
-		}
-		stdout := in.stdout
+	var path, branch string
+	parseRepo := func() (err error) {
 		if *repo == "" {
 			return usageError("repo add needs --repo PATH[@BRANCH]")
 		}
-		path, branch, err := splitRepoArg(*repo)
-		if err != nil {
-			return err
-		}
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		p, err := resolveProject(ctx, b, in.args[0])
-		if err != nil {
-			return c.fail(in, err)
-		}
-		p, err = b.AddRepo(ctx, p.ID, plughost.RepoSpec{Path: path, Name: *name, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, p)
-		}
-		fmt.Fprintf(stdout, "project %s  %s\n", p.ID, p.Name)
-		printRepos(stdout, p.Repos)
-		return nil
+		path, branch, err = splitRepoArg(*repo)
+		return err
 	}
+	return boardQuery(c, 1, 1, asJSON, parseRepo,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (plughost.Project, error) {
+			p, err := resolveProject(ctx, b, in.args[0])
+			if err != nil {
+				return p, err
+			}
+			return b.AddRepo(ctx, p.ID, plughost.RepoSpec{Path: path, Name: *name, TargetBranch: branch, SetupScript: *setup, CleanupScript: *cleanup})
+		}, printProject)
 }
 
 func repoListCommand(fs *flag.FlagSet) runFunc {
@@ -316,25 +327,21 @@ func repoListCommand(fs *flag.FlagSet) runFunc {
 		if err := c.args(in, 1, 1); err != nil {
 			return err
 		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		p, err := resolveProject(ctx, b, in.args[0])
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
+		return c.withBoard(ctx, in, func(b *plughost.Board) error {
+			p, err := resolveProject(ctx, b, in.args[0])
+			if err != nil {
+				return c.fail(in, err)
+			}
+			if !*asJSON {
+				printRepos(in.stdout, p.Repos)
+				return nil
+			}
 			res, err := b.ListRepos(ctx, tasks.ProjectIn{ProjectID: p.ID})
 			if err != nil {
 				return c.fail(in, err)
 			}
-			return printJSON(stdout, res)
-		}
-		printRepos(stdout, p.Repos)
-		return nil
+			return printJSON(in.stdout, res)
+		})
 	}
 }
 
@@ -345,48 +352,40 @@ func taskCreateCommand(fs *flag.FlagSet) runFunc {
 	desc := fs.String("description", "", "task description: the prompt's details (for the SHELL executor, the script)")
 	descFile := fs.String("description-file", "", "read the description from FILE (- for stdin)")
 	asJSON := fs.Bool("json", false, "print the task as JSON instead of its id")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 2, 2); err != nil {
-			return err
-		}
-		stdout, stderr := in.stdout, in.stderr
+	readDesc := func() error {
 		if *desc != "" && *descFile != "" {
 			return usageError("task create takes --description or --description-file, not both")
 		}
-		if *descFile != "" {
-			var data []byte
-			var err error
-			if *descFile == "-" {
-				data, err = io.ReadAll(os.Stdin)
-			} else {
-				data, err = os.ReadFile(*descFile)
-			}
-			if err != nil {
-				return fmt.Errorf("--description-file: %w", err)
-			}
-			*desc = string(data)
+		if *descFile == "" {
+			return nil
 		}
-		b, err := c.open(ctx, in)
+		var data []byte
+		var err error
+		if *descFile == "-" {
+			data, err = io.ReadAll(os.Stdin)
+		} else {
+			data, err = os.ReadFile(*descFile)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("--description-file: %w", err)
 		}
-		defer b.Close()
-		p, err := resolveProject(ctx, b, in.args[0])
-		if err != nil {
-			return c.fail(in, err)
-		}
-		t, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: p.ID, Title: in.args[1], Description: *desc})
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, t)
-		}
-		// The id alone on stdout, so task=$(plugboard task create ...) works.
-		fmt.Fprintln(stdout, t.TaskID)
-		fmt.Fprintf(stderr, "created task %q (%s) in project %s\n", t.Title, t.Status, p.Name)
+		*desc = string(data)
 		return nil
 	}
+	var p plughost.Project // the task's project, for the text view
+	return boardQuery(c, 2, 2, asJSON, readDesc,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (t tasks.Task, err error) {
+			if p, err = resolveProject(ctx, b, in.args[0]); err != nil {
+				return t, err
+			}
+			return b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: p.ID, Title: in.args[1], Description: *desc})
+		},
+		func(_ context.Context, in *invocation, _ *plughost.Board, t tasks.Task) error {
+			// The id alone on stdout, so task=$(plugboard task create ...) works.
+			fmt.Fprintln(in.stdout, t.TaskID)
+			fmt.Fprintf(in.stderr, "created task %q (%s) in project %s\n", t.Title, t.Status, p.Name)
+			return nil
+		})
 }
 
 func taskListCommand(fs *flag.FlagSet) runFunc {
@@ -394,38 +393,26 @@ func taskListCommand(fs *flag.FlagSet) runFunc {
 	status := fs.String("status", "", "only tasks in this status: "+strings.Join(tasks.TaskStatuses(), ", "))
 	limit := fs.Int("limit", 0, fmt.Sprintf("at most N tasks, newest first (default %d, at most %d)", plughost.DefaultTaskLimit, plughost.MaxTaskLimit))
 	asJSON := fs.Bool("json", false, "print JSON (as the list_tasks tool does)")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 1, 1); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		p, err := resolveProject(ctx, b, in.args[0])
-		if err != nil {
-			return c.fail(in, err)
-		}
-		res, err := b.ListTasks(ctx, tasks.ListTasksIn{ProjectID: p.ID, Status: tasks.TaskStatus(*status), Limit: *limit})
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		if len(res.Tasks) == 0 {
-			fmt.Fprintf(stdout, "no tasks; create one with `plugboard task create %s TITLE`\n", shellQuote(p.Name))
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK_ID\tSTATUS\tATTEMPT\tLATEST_ATTEMPT_ID\tTITLE")
-		for _, t := range res.Tasks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TaskID, t.Status, attemptSummary(t.AttemptSummary), deref(t.LatestAttemptID, "-"), oneLine(t.Title))
-		}
-		return tw.Flush()
-	}
+	var p plughost.Project // the tasks' project, for the text view
+	return boardQuery(c, 1, 1, asJSON, nil,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (res tasks.TasksOut, err error) {
+			if p, err = resolveProject(ctx, b, in.args[0]); err != nil {
+				return res, err
+			}
+			return b.ListTasks(ctx, tasks.ListTasksIn{ProjectID: p.ID, Status: tasks.TaskStatus(*status), Limit: *limit})
+		},
+		func(_ context.Context, in *invocation, _ *plughost.Board, res tasks.TasksOut) error {
+			if len(res.Tasks) == 0 {
+				fmt.Fprintf(in.stdout, "no tasks; create one with `plugboard task create %s TITLE`\n", shellQuote(p.Name))
+				return nil
+			}
+			tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK_ID\tSTATUS\tATTEMPT\tLATEST_ATTEMPT_ID\tTITLE")
+			for _, t := range res.Tasks {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.TaskID, t.Status, attemptSummary(t.AttemptSummary), deref(t.LatestAttemptID, "-"), oneLine(t.Title))
+			}
+			return tw.Flush()
+		})
 }
 
 // attemptSummary is the ATTEMPT column of task list: none (no attempt),
@@ -474,47 +461,42 @@ func attemptStartCommand(fs *flag.FlagSet) runFunc {
 		for _, r := range repos {
 			sa.Repos = append(sa.Repos, splitRepoID(r))
 		}
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		// Close stops whatever still runs: the attempt's processes do not
-		// outlive this process.
-		defer b.Close()
-		res, err := b.StartTaskAttempt(ctx, sa)
-		if err != nil {
+		return c.withBoard(ctx, in, func(b *plughost.Board) error {
+			res, err := b.StartTaskAttempt(ctx, sa)
+			if err != nil {
+				if ctx.Err() != nil {
+					return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted while starting the attempt: %w", err)}
+				}
+				return c.fail(in, err)
+			}
+			p := &entryPrinter{w: stdout, json: *asJSON}
+			if *asJSON {
+				p.line(res)
+			} else {
+				fmt.Fprintf(stdout, "attempt %s started: executor %s, branch %s\n", res.AttemptID, res.Executor, res.WorkspaceBranch)
+				for _, r := range res.Repos {
+					fmt.Fprintf(stdout, "  repo %s from %s at %.12s\n", r.RepoName, r.TargetBranch, r.BaseCommit)
+				}
+			}
+			fmt.Fprintf(stderr, "note: the attempt's processes belong to this plugboard process, so it stays in the foreground until the attempt ends.\n"+
+				"      Ctrl-C stops the attempt (a second Ctrl-C kills it at once). Watch from elsewhere with `plugboard attempt logs %s --follow`.\n", res.AttemptID)
+			f := &follower{b: b, p: p, attemptID: res.AttemptID, channel: *channel, proc: res.ExecutionProcessID, after: -1, headers: !*asJSON}
+			if !*asJSON {
+				f.header(res.ExecutionProcessID, string(res.RunReason))
+			}
+			st, err := f.run(ctx)
 			if ctx.Err() != nil {
-				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted while starting the attempt: %w", err)}
+				return stopForeground(b, f, stderr)
 			}
-			return c.fail(in, err)
-		}
-		p := &entryPrinter{w: stdout, json: *asJSON}
-		if *asJSON {
-			p.line(res)
-		} else {
-			fmt.Fprintf(stdout, "attempt %s started: executor %s, branch %s\n", res.AttemptID, res.Executor, res.WorkspaceBranch)
-			for _, r := range res.Repos {
-				fmt.Fprintf(stdout, "  repo %s from %s at %.12s\n", r.RepoName, r.TargetBranch, r.BaseCommit)
+			if err != nil {
+				return c.fail(in, err)
 			}
-		}
-		fmt.Fprintf(stderr, "note: the attempt's processes belong to this plugboard process, so it stays in the foreground until the attempt ends.\n"+
-			"      Ctrl-C stops the attempt (a second Ctrl-C kills it at once). Watch from elsewhere with `plugboard attempt logs %s --follow`.\n", res.AttemptID)
-		f := &follower{b: b, p: p, attemptID: res.AttemptID, channel: *channel, proc: res.ExecutionProcessID, after: -1, headers: !*asJSON}
-		if !*asJSON {
-			f.header(res.ExecutionProcessID, string(res.RunReason))
-		}
-		st, err := f.run(ctx)
-		if ctx.Err() != nil {
-			return stopForeground(b, f, stderr)
-		}
-		if err != nil {
-			return c.fail(in, err)
-		}
-		p.final(st)
-		if st.State == tasks.StateCompleted {
-			return nil
-		}
-		return &exitError{code: 1, err: errSilent}
+			p.final(st)
+			if st.State == tasks.StateCompleted {
+				return nil
+			}
+			return &exitError{code: 1, err: errSilent}
+		})
 	}
 }
 
@@ -758,80 +740,56 @@ func stateText(st tasks.StatusOut) string {
 func attemptListCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
 	asJSON := fs.Bool("json", false, "print JSON (as the list_task_attempts tool does)")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 1, 1); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		res, err := b.ListTaskAttempts(ctx, tasks.TaskIn{TaskID: in.args[0]})
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		if len(res.Attempts) == 0 {
-			fmt.Fprintf(stdout, "no attempts; start one with `plugboard attempt start %s --executor E`\n", res.TaskID)
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ATTEMPT_ID\tSTATE\tEXECUTOR\tBRANCH\tCREATED")
-		for _, a := range res.Attempts {
-			state := "?"
-			if st, err := b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: a.AttemptID}); err == nil {
-				state = st.State
+	return boardQuery(c, 1, 1, asJSON, nil,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (tasks.AttemptsOut, error) {
+			return b.ListTaskAttempts(ctx, tasks.TaskIn{TaskID: in.args[0]})
+		},
+		func(ctx context.Context, in *invocation, b *plughost.Board, res tasks.AttemptsOut) error {
+			if len(res.Attempts) == 0 {
+				fmt.Fprintf(in.stdout, "no attempts; start one with `plugboard attempt start %s --executor E`\n", res.TaskID)
+				return nil
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.AttemptID, state, a.Executor, a.WorkspaceBranch, shortTime(a.CreatedAt))
-		}
-		return tw.Flush()
-	}
+			tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ATTEMPT_ID\tSTATE\tEXECUTOR\tBRANCH\tCREATED")
+			for _, a := range res.Attempts {
+				state := "?"
+				if st, err := b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: a.AttemptID}); err == nil {
+					state = st.State
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.AttemptID, state, a.Executor, a.WorkspaceBranch, shortTime(a.CreatedAt))
+			}
+			return tw.Flush()
+		})
 }
 
 func attemptStatusCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
 	asJSON := fs.Bool("json", false, "print JSON (as the get_attempt_status tool does)")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 1, 1); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		st, err := b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: in.args[0]})
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, st)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "attempt\t%s\n", st.AttemptID)
-		fmt.Fprintf(tw, "state\t%s\n", st.State)
-		if st.FailureSummary != nil {
-			fmt.Fprintf(tw, "failure\t%s\n", *st.FailureSummary)
-		}
-		fmt.Fprintf(tw, "task\t%s (%s)\n", st.TaskID, st.TaskStatus)
-		fmt.Fprintf(tw, "branch\t%s\n", st.WorkspaceBranch)
-		fmt.Fprintf(tw, "executor\t%s\n", st.Executor)
-		if st.LatestExecutionProcessID != nil {
-			fmt.Fprintf(tw, "latest process\t%s (%s)\n", *st.LatestExecutionProcessID, deref(st.LatestRunReason, "?"))
-		} else {
-			fmt.Fprintf(tw, "latest process\tnone\n")
-		}
-		fmt.Fprintf(tw, "last activity\t%s\n", shortTime(deref(st.LastActivityAt, "")))
-		if st.QueuedFollowUp {
-			fmt.Fprintf(tw, "queued follow-up\tyes\n")
-		}
-		return tw.Flush()
-	}
+	return boardQuery(c, 1, 1, asJSON, nil,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (tasks.StatusOut, error) {
+			return b.GetAttemptStatus(ctx, tasks.AttemptIn{AttemptID: in.args[0]})
+		},
+		func(_ context.Context, in *invocation, _ *plughost.Board, st tasks.StatusOut) error {
+			tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "attempt\t%s\n", st.AttemptID)
+			fmt.Fprintf(tw, "state\t%s\n", st.State)
+			if st.FailureSummary != nil {
+				fmt.Fprintf(tw, "failure\t%s\n", *st.FailureSummary)
+			}
+			fmt.Fprintf(tw, "task\t%s (%s)\n", st.TaskID, st.TaskStatus)
+			fmt.Fprintf(tw, "branch\t%s\n", st.WorkspaceBranch)
+			fmt.Fprintf(tw, "executor\t%s\n", st.Executor)
+			if st.LatestExecutionProcessID != nil {
+				fmt.Fprintf(tw, "latest process\t%s (%s)\n", *st.LatestExecutionProcessID, deref(st.LatestRunReason, "?"))
+			} else {
+				fmt.Fprintf(tw, "latest process\tnone\n")
+			}
+			fmt.Fprintf(tw, "last activity\t%s\n", shortTime(deref(st.LastActivityAt, "")))
+			if st.QueuedFollowUp {
+				fmt.Fprintf(tw, "queued follow-up\tyes\n")
+			}
+			return tw.Flush()
+		})
 }
 
 func attemptLogsCommand(fs *flag.FlagSet) runFunc {
@@ -850,46 +808,43 @@ func attemptLogsCommand(fs *flag.FlagSet) runFunc {
 		if *follow && *cursor >= 0 {
 			return usageError("attempt logs takes --cursor or --follow, not both")
 		}
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		la := plughost.LogsArgs{AttemptID: in.args[0], Channel: *channel, Limit: *limit, ExecutionProcessID: *process}
-		if *cursor >= 0 {
-			la.Cursor = cursor
-		}
-		page, err := b.TailAttemptLogs(ctx, la)
-		if err != nil {
-			return c.fail(in, err)
-		}
-		p := &entryPrinter{w: stdout, json: *asJSON}
-		if !*asJSON && page.ExecutionProcessID != nil {
-			fmt.Fprintf(stderr, "process %s (%s, %s)\n", *page.ExecutionProcessID, deref(page.RunReason, "?"), deref(page.ProcessStatus, "?"))
-		}
-		for _, e := range page.Entries {
-			p.entry(string(page.Channel), page, e)
-		}
-		if !*follow {
-			if !*asJSON && page.Page.NextCursor != nil {
-				fmt.Fprintf(stderr, "(%d older entries: --cursor %d)\n", *page.Page.NextCursor, *page.Page.NextCursor)
+		return c.withBoard(ctx, in, func(b *plughost.Board) error {
+			la := plughost.LogsArgs{AttemptID: in.args[0], Channel: *channel, Limit: *limit, ExecutionProcessID: *process}
+			if *cursor >= 0 {
+				la.Cursor = cursor
 			}
+			page, err := b.TailAttemptLogs(ctx, la)
+			if err != nil {
+				return c.fail(in, err)
+			}
+			p := &entryPrinter{w: stdout, json: *asJSON}
+			if !*asJSON && page.ExecutionProcessID != nil {
+				fmt.Fprintf(stderr, "process %s (%s, %s)\n", *page.ExecutionProcessID, deref(page.RunReason, "?"), deref(page.ProcessStatus, "?"))
+			}
+			for _, e := range page.Entries {
+				p.entry(string(page.Channel), page, e)
+			}
+			if !*follow {
+				if !*asJSON && page.Page.NextCursor != nil {
+					fmt.Fprintf(stderr, "(%d older entries: --cursor %d)\n", *page.Page.NextCursor, *page.Page.NextCursor)
+				}
+				return nil
+			}
+			f := &follower{b: b, p: p, attemptID: page.AttemptID, channel: string(page.Channel), proc: deref(page.ExecutionProcessID, ""),
+				after: -1, headers: !*asJSON, recover: true}
+			if page.Page.LastIndex != nil {
+				f.after = *page.Page.LastIndex
+			}
+			st, err := f.run(ctx)
+			if ctx.Err() != nil {
+				return &exitError{code: exitInterrupted, err: errSilent}
+			}
+			if err != nil {
+				return c.fail(in, err)
+			}
+			p.final(st)
 			return nil
-		}
-		f := &follower{b: b, p: p, attemptID: page.AttemptID, channel: string(page.Channel), proc: deref(page.ExecutionProcessID, ""),
-			after: -1, headers: !*asJSON, recover: true}
-		if page.Page.LastIndex != nil {
-			f.after = *page.Page.LastIndex
-		}
-		st, err := f.run(ctx)
-		if ctx.Err() != nil {
-			return &exitError{code: exitInterrupted, err: errSilent}
-		}
-		if err != nil {
-			return c.fail(in, err)
-		}
-		p.final(st)
-		return nil
+		})
 	}
 }
 
@@ -897,68 +852,44 @@ func attemptStopCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
 	force := fs.Bool("force", false, "kill at once instead of interrupting and waiting the grace period")
 	asJSON := fs.Bool("json", false, "print JSON (as the stop_attempt tool does)")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 1, 1); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		res, err := b.StopAttempt(context.WithoutCancel(ctx), tasks.StopIn{AttemptID: in.args[0], Force: *force})
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		st := tasks.StatusOut{AttemptID: res.AttemptID, State: string(res.State), FailureSummary: res.FailureSummary, TaskStatus: res.TaskStatus}
-		if res.AlreadyFinished {
-			fmt.Fprintf(stdout, "attempt %s had nothing running: %s (task %s)\n", res.AttemptID, stateText(st), res.TaskStatus)
+	return boardQuery(c, 1, 1, asJSON, nil,
+		func(ctx context.Context, in *invocation, b *plughost.Board) (tasks.StopOut, error) {
+			return b.StopAttempt(context.WithoutCancel(ctx), tasks.StopIn{AttemptID: in.args[0], Force: *force})
+		},
+		func(_ context.Context, in *invocation, _ *plughost.Board, res tasks.StopOut) error {
+			st := tasks.StatusOut{AttemptID: res.AttemptID, State: string(res.State), FailureSummary: res.FailureSummary, TaskStatus: res.TaskStatus}
+			if res.AlreadyFinished {
+				fmt.Fprintf(in.stdout, "attempt %s had nothing running: %s (task %s)\n", res.AttemptID, stateText(st), res.TaskStatus)
+				return nil
+			}
+			fmt.Fprintf(in.stdout, "stopped %d process(es) of attempt %s: %s (task %s)\n", len(res.Stopped), res.AttemptID, stateText(st), res.TaskStatus)
 			return nil
-		}
-		fmt.Fprintf(stdout, "stopped %d process(es) of attempt %s: %s (task %s)\n", len(res.Stopped), res.AttemptID, stateText(st), res.TaskStatus)
-		return nil
-	}
+		})
 }
 
 func attemptExecutorsCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
 	asJSON := fs.Bool("json", false, "print JSON (as the list_executors tool does)")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 0, 0); err != nil {
-			return err
-		}
-		stdout := in.stdout
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		res, err := b.ListExecutors(ctx)
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(stdout, res)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "EXECUTOR\tAVAILABLE\tVARIANTS\tDEFAULT_VARIANT\tVERIFIED_WITH")
-		for _, e := range res.Executors {
-			avail := "no"
-			if e.Available {
-				avail = "yes"
+	return boardQuery(c, 0, 0, asJSON, nil,
+		func(ctx context.Context, _ *invocation, b *plughost.Board) (tasks.ExecutorsOut, error) {
+			return b.ListExecutors(ctx)
+		},
+		func(_ context.Context, in *invocation, b *plughost.Board, res tasks.ExecutorsOut) error {
+			tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "EXECUTOR\tAVAILABLE\tVARIANTS\tDEFAULT_VARIANT\tVERIFIED_WITH")
+			for _, e := range res.Executors {
+				avail := "no"
+				if e.Available {
+					avail = "yes"
+				}
+				verified := "-"
+				if v := b.ExecutorVerifiedWith(e.Executor); v != "" {
+					verified = v
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"), verified)
 			}
-			verified := "-"
-			if v := b.ExecutorVerifiedWith(e.Executor); v != "" {
-				verified = v
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Executor, avail, orNone(e.Variants), deref(e.DefaultVariant, "-"), verified)
-		}
-		return tw.Flush()
-	}
+			return tw.Flush()
+		})
 }
 
 // ---- small helpers ----
@@ -1010,34 +941,28 @@ func shellQuote(s string) string {
 func hostListCommand(fs *flag.FlagSet) runFunc {
 	c := newBoardCmd(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	return func(ctx context.Context, in *invocation) error {
-		if err := c.args(in, 0, 0); err != nil {
-			return err
-		}
-		b, err := c.open(ctx, in)
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		hosts, err := b.Hosts(ctx)
-		if err != nil {
-			return c.fail(in, err)
-		}
-		if *asJSON {
-			return printJSON(in.stdout, map[string]any{"hosts": hosts})
-		}
-		tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "HOST_ID\tSTATE\tPROCESSES\tLAST_SEEN\tRUNNING_ATTEMPTS")
-		for _, h := range hosts {
-			state := "down"
-			if h.Alive {
-				state = "alive"
-			}
-			if h.This {
-				state += " (this data directory)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", h.HostID, state, h.Processes, shortTime(h.LastSeen), h.RunningAttempts)
-		}
-		return tw.Flush()
+	// hostsOut is what --json prints: {"hosts": [...]}.
+	type hostsOut struct {
+		Hosts []plughost.HostInfo `json:"hosts"`
 	}
+	return boardQuery(c, 0, 0, asJSON, nil,
+		func(ctx context.Context, _ *invocation, b *plughost.Board) (hostsOut, error) {
+			hosts, err := b.Hosts(ctx)
+			return hostsOut{hosts}, err
+		},
+		func(_ context.Context, in *invocation, _ *plughost.Board, res hostsOut) error {
+			tw := tabwriter.NewWriter(in.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "HOST_ID\tSTATE\tPROCESSES\tLAST_SEEN\tRUNNING_ATTEMPTS")
+			for _, h := range res.Hosts {
+				state := "down"
+				if h.Alive {
+					state = "alive"
+				}
+				if h.This {
+					state += " (this data directory)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", h.HostID, state, h.Processes, shortTime(h.LastSeen), h.RunningAttempts)
+			}
+			return tw.Flush()
+		})
 }

@@ -3,8 +3,8 @@ package main
 // The command table: every command of plugboard with its synopsis, summary,
 // flags and run function. Dispatch, the top-level usage, each command's
 // help and usage errors come from it (cmdtable.go); commands_test.go holds
-// each synopsis to the flags the command registers and README.md's command
-// reference to the table.
+// each synopsis to the flags the command registers and the command reference
+// of docs/operators.md to the table.
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/plugboard/plugboard/host/config"
 )
 
-// commands is the table, in the order the usage and README.md list it. It
+// commands is the table, in the order the usage and docs/operators.md list it. It
 // is set in init: the help command reads it.
 var commands []*command
 

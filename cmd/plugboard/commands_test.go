@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // TestCommandSynopses holds every synopsis of the command table, and of
@@ -135,13 +137,17 @@ func TestParseUsage(t *testing.T) {
 	}
 }
 
-// TestREADMECommands holds README.md's command reference to the table:
-// the "Commands" table lists the commands of the main section, the table
-// in "Set up and watch a board from the command line" the board commands,
-// each as `plugboard SYNOPSIS`, in the table's order; and the table of the
-// flags serve and call share lists the host flags.
+// commandsGuide is the document that holds the command reference: the
+// operators' guide, which took it from the README.
+const commandsGuide = "docs/operators.md"
+
+// TestREADMECommands holds the command reference (commandsGuide) to the
+// table: the "Commands" table lists the commands of the main section, the
+// table in "Set up and watch a board from the command line" the board
+// commands, each as `plugboard SYNOPSIS`, in the table's order; and the
+// table of the flags serve and call share lists the host flags.
 func TestREADMECommands(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(commandsGuide)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +159,9 @@ func TestREADMECommands(t *testing.T) {
 		{"## Commands", sectionMain},
 		{"## Set up and watch a board from the command line", sectionBoard},
 	} {
-		text, ok := markdownSection(readme, s.heading)
+		text, ok := clitest.MarkdownSection(readme, s.heading)
 		if !ok {
-			t.Errorf("README.md has no %q section", s.heading)
+			t.Errorf("%s has no %q section", commandsGuide, s.heading)
 			continue
 		}
 		var got, want []string
@@ -170,12 +176,12 @@ func TestREADMECommands(t *testing.T) {
 			}
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("README.md %q lists other commands than the command table (-README, +table):\n%s\n"+
-				"Rows as the table has them:\n%s", s.heading, lineDiff(got, want), readmeRows(want))
+			t.Errorf("%s %q lists other commands than the command table (-guide, +table):\n%s\n"+
+				"Rows as the table has them:\n%s", commandsGuide, s.heading, lineDiff(got, want), readmeRows(want))
 		}
 	}
 
-	text, _ := markdownSection(readme, "## Commands")
+	text, _ := clitest.MarkdownSection(readme, "## Commands")
 	var got, want []string
 	for _, cell := range firstCells(text) {
 		if strings.HasPrefix(cell, "--") {
@@ -188,22 +194,8 @@ func TestREADMECommands(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("README.md's table of the flags serve and call share differs from [host flags] (-README, +table):\n%s", lineDiff(got, want))
+		t.Errorf("%s: the table of the flags serve and call share differs from [host flags] (-guide, +table):\n%s", commandsGuide, lineDiff(got, want))
 	}
-}
-
-// markdownSection returns the text under heading, up to the next heading
-// of the same level.
-func markdownSection(doc, heading string) (string, bool) {
-	i := strings.Index(doc, "\n"+heading+"\n")
-	if i < 0 {
-		return "", false
-	}
-	rest := doc[i+len(heading)+2:]
-	if j := strings.Index(rest, "\n## "); j >= 0 {
-		rest = rest[:j]
-	}
-	return rest, true
 }
 
 // firstCells lists the first cell of each table row whose cell is code:
@@ -224,7 +216,7 @@ func firstCells(text string) []string {
 	return cells
 }
 
-// readmeRows writes synopses as README table rows.
+// readmeRows writes synopses as rows of commandsGuide's tables.
 func readmeRows(synopses []string) string {
 	var b strings.Builder
 	for _, s := range synopses {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // conformanceCLI runs `plugboard conformance ARGS` in-process and returns

@@ -1,8 +1,9 @@
 package main
 
 // Tests that hold the documentation to the code: docs/ARCHITECTURE.md's
-// package table to `go list`, and the markers of README.md's shell blocks
-// (readme_e2e_test.go runs the blocks). They live here, beside the other
+// package table to `go list`, and the markers of the shell blocks of
+// README.md and the guides under docs/ (docFiles; readme_e2e_test.go runs
+// the blocks). They live here, beside the other
 // README checks (TestREADMECommands, TestREADMEOwnModule), because the
 // README's commands are this binary's: the blocks run against it.
 
@@ -16,7 +17,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // repoModule is the import path prefix of every package of the repository
@@ -101,7 +103,7 @@ func architectureRows(t *testing.T, root string) []tableRow {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	section, ok := markdownSection(doc, architectureTable)
+	section, ok := clitest.MarkdownSection(doc, architectureTable)
 	if !ok {
 		t.Fatalf("docs/ARCHITECTURE.md has no %q section", architectureTable)
 	}
@@ -230,8 +232,22 @@ func reaches(pkgs map[string]goPackage, from, to string) []string {
 	return walk(from)
 }
 
-// README.md's shell blocks. Each ```sh block is run by TestREADMEShellBlocks
-// unless the line before its fence is one of these markers:
+// docFiles are the documents whose shell blocks the docs tests hold to the
+// code, in the order TestREADMEShellBlocks runs them: the README, then the
+// guides under docs/ that took the rest of what the README used to say
+// (docs/DECISIONS.md, "A README a newcomer finishes; guides by task"). A
+// new guide with commands belongs here.
+var docFiles = []string{
+	"README.md",
+	"docs/plugin-authors.md",
+	"docs/operators.md",
+	"docs/task-tools.md",
+	"docs/conformance.md",
+}
+
+// The shell blocks of docFiles. Each ```sh block is run by
+// TestREADMEShellBlocks unless the line before its fence is one of these
+// markers:
 //
 //	<!-- illustrative: REASON -->         not run, for the reason given
 //	<!-- covered: TestName (path/x_test.go) ... -->
@@ -242,16 +258,22 @@ func reaches(pkgs map[string]goPackage, from, to string) []string {
 //	                                      (readmeFixtures)
 const readmeMarkerKinds = "illustrative, covered, continues, fixture"
 
-// readmeBlock is a fenced code block of README.md.
+// readmeBlock is a fenced code block of one of docFiles.
 type readmeBlock struct {
+	file    string // the document, relative to the repository: README.md, docs/operators.md
 	lang    string
 	body    string
 	line    int    // line of the opening fence, from 1
 	section string // the "## " heading it is under
 	marker  readmeMarker
 	// output is the block shown right below it (no blank line between),
-	// which README.md uses for a command's output; nil if none.
+	// which the documents use for a command's output; nil if none.
 	output *readmeBlock
+}
+
+// where is the block's FILE:LINE, as the tests report it.
+func (b *readmeBlock) where() string {
+	return fmt.Sprintf("%s:%d", b.file, b.line)
 }
 
 // readmeMarker is a block's marker; kind "" for none.
@@ -268,10 +290,10 @@ var (
 	fixtureText = regexp.MustCompile(`^([a-z][a-z0-9-]*)\b`)
 )
 
-// readmeBlocks parses README.md's fenced blocks and their markers. A marker
-// that is malformed, of an unknown kind, or not right before a sh block is
-// an error.
-func readmeBlocks(readme string) ([]*readmeBlock, []string) {
+// readmeBlocks parses the fenced blocks of file (one of docFiles), whose
+// text is doc, and their markers. A marker that is malformed, of an unknown
+// kind, or not right before a sh block is an error.
+func readmeBlocks(file, doc string) ([]*readmeBlock, []string) {
 	var (
 		blocks   []*readmeBlock
 		problems []string
@@ -280,7 +302,7 @@ func readmeBlocks(readme string) ([]*readmeBlock, []string) {
 		prev     *readmeBlock // the last block closed, and the line after it
 		after    = -1
 	)
-	lines := strings.Split(readme, "\n")
+	lines := strings.Split(doc, "\n")
 	for i, line := range lines {
 		n := i + 1
 		if cur != nil {
@@ -296,17 +318,17 @@ func readmeBlocks(readme string) ([]*readmeBlock, []string) {
 			section = line
 		}
 		if lang, ok := strings.CutPrefix(line, "```"); ok {
-			cur = &readmeBlock{lang: lang, line: n, section: section}
+			cur = &readmeBlock{file: file, lang: lang, line: n, section: section}
 			if n == after && prev != nil {
 				prev.output = cur
 			}
 			if i > 0 && strings.HasPrefix(lines[i-1], "<!--") {
 				m, problem := parseMarker(lines[i-1])
 				if problem != "" {
-					problems = append(problems, fmt.Sprintf("README.md:%d: %s", n-1, problem))
+					problems = append(problems, fmt.Sprintf("%s:%d: %s", file, n-1, problem))
 				}
 				if lang != "sh" {
-					problems = append(problems, fmt.Sprintf("README.md:%d: a marker before a %q block; markers are for sh blocks", n-1, lang))
+					problems = append(problems, fmt.Sprintf("%s:%d: a marker before a %q block; markers are for sh blocks", file, n-1, lang))
 				}
 				cur.marker = m
 			}
@@ -314,11 +336,11 @@ func readmeBlocks(readme string) ([]*readmeBlock, []string) {
 		}
 		if m := markerLine.FindStringSubmatch(line); m != nil && slices.Contains(strings.Split(readmeMarkerKinds, ", "), m[1]) &&
 			(i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "```")) {
-			problems = append(problems, fmt.Sprintf("README.md:%d: a %s marker must be the line right before a ```sh block", n, m[1]))
+			problems = append(problems, fmt.Sprintf("%s:%d: a %s marker must be the line right before a ```sh block", file, n, m[1]))
 		}
 	}
 	if cur != nil {
-		problems = append(problems, fmt.Sprintf("README.md:%d: the block is never closed", cur.line))
+		problems = append(problems, fmt.Sprintf("%s:%d: the block is never closed", file, cur.line))
 	}
 	return blocks, problems
 }
@@ -352,32 +374,37 @@ func parseMarker(line string) (readmeMarker, string) {
 	return mk, ""
 }
 
-// shellBlocks returns README.md's sh blocks, failing the test on a marker
-// problem.
+// shellBlocks returns the sh blocks of docFiles, in their order, failing
+// the test on a marker problem or a document without any.
 func shellBlocks(t *testing.T, root string) []*readmeBlock {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, problems := readmeBlocks(string(b))
-	if len(problems) > 0 {
-		t.Fatalf("README.md's shell-block markers:\n%s", strings.Join(problems, "\n"))
-	}
 	var sh []*readmeBlock
-	for _, bl := range blocks {
-		if bl.lang == "sh" {
-			sh = append(sh, bl)
+	var problems []string
+	for _, file := range docFiles {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, found := readmeBlocks(file, string(b))
+		problems = append(problems, found...)
+		n := len(sh)
+		for _, bl := range blocks {
+			if bl.lang == "sh" {
+				sh = append(sh, bl)
+			}
+		}
+		if len(sh) == n {
+			problems = append(problems, file+" has no sh blocks; take it out of docFiles")
 		}
 	}
-	if len(sh) == 0 {
-		t.Fatal("README.md has no sh blocks")
+	if len(problems) > 0 {
+		t.Fatalf("the documents' shell-block markers:\n%s", strings.Join(problems, "\n"))
 	}
 	return sh
 }
 
-// TestREADMEShellMarkers checks the markers of README.md's sh blocks
-// without running anything: each is well formed, a covered block names a
+// TestREADMEShellMarkers checks the markers of the sh blocks of README.md
+// and the guides (docFiles) without running anything: each is well formed, a covered block names a
 // test that exists in the file it names, a fixture block one this test
 // knows, and a continued block follows a block that runs.
 func TestREADMEShellMarkers(t *testing.T) {
@@ -388,17 +415,17 @@ func TestREADMEShellMarkers(t *testing.T) {
 		case "covered":
 			src, err := os.ReadFile(filepath.Join(root, m.file))
 			if err != nil {
-				t.Errorf("README.md:%d: covered by %s in %s: %v", bl.line-1, m.test, m.file, err)
+				t.Errorf("%s:%d: covered by %s in %s: %v", bl.file, bl.line-1, m.test, m.file, err)
 			} else if !strings.Contains(string(src), "\nfunc "+m.test+"(t *testing.T)") {
-				t.Errorf("README.md:%d: covered by %s, but %s has no such test", bl.line-1, m.test, m.file)
+				t.Errorf("%s:%d: covered by %s, but %s has no such test", bl.file, bl.line-1, m.test, m.file)
 			}
 		case "fixture":
 			if _, ok := readmeFixtures[m.fixture]; !ok {
-				t.Errorf("README.md:%d: no fixture %q (readmeFixtures knows %s)", bl.line-1, m.fixture, strings.Join(fixtureNames(), ", "))
+				t.Errorf("%s:%d: no fixture %q (readmeFixtures knows %s)", bl.file, bl.line-1, m.fixture, strings.Join(fixtureNames(), ", "))
 			}
 		case "continues":
-			if i == 0 || !blocks[i-1].runs() || blocks[i-1].section != bl.section {
-				t.Errorf("README.md:%d: a block continues only a block that runs, in the same section", bl.line-1)
+			if i == 0 || !blocks[i-1].runs() || blocks[i-1].file != bl.file || blocks[i-1].section != bl.section {
+				t.Errorf("%s:%d: a block continues only a block that runs, in the same section", bl.file, bl.line-1)
 			}
 		}
 	}
@@ -423,12 +450,15 @@ func TestReadmeBlocksParse(t *testing.T) {
 	doc := "## A\n\n<!-- illustrative: needs a key -->\n```sh\nx\n```\n```json\n{}\n```\n\n" +
 		"<!-- covered: TestX (cmd/x_test.go) also y -->\n```sh\ny\n```\n<!-- continues: same shell -->\n```sh\nz\n```\n" +
 		"## B\n<!-- fixture: agents-http a server -->\n```sh\nw\n```\n```sh\nv\n```\n"
-	blocks, problems := readmeBlocks(doc)
+	blocks, problems := readmeBlocks("docs/x.md", doc)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
 	var got []string
 	for _, b := range blocks {
+		if b.file != "docs/x.md" || b.where() != fmt.Sprintf("docs/x.md:%d", b.line) {
+			t.Errorf("block at line %d: file %q, where %q", b.line, b.file, b.where())
+		}
 		s := fmt.Sprintf("%s@%d %s %q %s[%s%s%s]", b.lang, b.line, b.section, b.body, b.marker.kind, b.marker.test, b.marker.file, b.marker.fixture)
 		if b.output != nil {
 			s += fmt.Sprintf(" → %s@%d", b.output.lang, b.output.line)
@@ -454,8 +484,10 @@ func TestReadmeBlocksParse(t *testing.T) {
 		"<!-- illustrative: why -->\n```json\n{}\n```\n",
 		"<!-- illustrative: why -->\n\n```sh\nx\n```\n",
 	} {
-		if _, problems := readmeBlocks(bad); len(problems) == 0 {
+		if _, problems := readmeBlocks("docs/x.md", bad); len(problems) == 0 {
 			t.Errorf("no problem found in %q", bad)
+		} else if !strings.HasPrefix(problems[0], "docs/x.md:") {
+			t.Errorf("the problem in %q does not say where: %s", bad, problems[0])
 		}
 	}
 }
@@ -470,7 +502,7 @@ func TestPublicPackages(t *testing.T) {
 	var public []string
 	for name := range repoPackages(t, buildtest.Root(t)) {
 		inside := false
-		for _, tree := range []string{"host/internal", "abi", "sdk-guest", "conformance", "cmd", "plugins", "build", "bench"} {
+		for _, tree := range []string{"host/internal", "internal", "abi", "sdk-guest", "conformance", "cmd", "plugins", "build", "bench"} {
 			if name == tree || strings.HasPrefix(name, tree+"/") {
 				inside = true
 			}

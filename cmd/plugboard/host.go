@@ -79,11 +79,11 @@ type boardFlags struct {
 
 func (b *boardFlags) register(fs *flag.FlagSet) {
 	b.fs = fs
-	fs.StringVar(&b.configFile, "config", "", "configuration file (default: $"+config.EnvConfig+"); flags, then environment variables, win over it (see README \"Configuration\")")
+	fs.StringVar(&b.configFile, "config", "", "configuration file (default: $"+config.EnvConfig+"); flags, then environment variables, win over it (see docs/operators.md, \"Configuration\")")
 	fs.StringVar(&b.store, "store", "", "the board's database: a SQLite file or a postgres://USER@HOST/DB URL shared by several hosts (default: $"+config.EnvStore+", else DATA/board.db)")
 	fs.StringVar(&b.executors, "executors", "", "JSON file of executor profiles adding to or replacing the built-in ones")
 	fs.StringVar(&b.guard, "guard", "balanced", "diff guard preset for get_attempt_changes: safe, balanced, relaxed or off")
-	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see README \"Executors\")")
+	fs.Var(&b.agentEnv, "agent-env", "give attempt processes KEY=VALUE, or KEY with this process's value (repeatable; see docs/operators.md, \"Executors\")")
 	fs.Var(&b.agentEnvDrop, "agent-env-drop", "keep variables matching the glob PATTERN from attempt processes (repeatable; PLUGBOARD_* never reach them)")
 	fs.DurationVar(&b.agentInactivity, "agent-inactivity-timeout", plughost.DefaultAgentInactivityTimeout,
 		"fail a coding-agent run that shows no progress (warnings and retries aside) for this long, unless its profile sets its own")

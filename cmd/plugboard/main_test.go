@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/pgtest"
+	"github.com/plugboard/plugboard/internal/testing/pgtest"
 )
 
 // TestMain stops the PostgreSQL cluster tests share (pgtest.Shared) once

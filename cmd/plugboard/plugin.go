@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build"
+	"github.com/plugboard/plugboard/build/pluginbuild"
 	"github.com/plugboard/plugboard/conformance"
 	plughost "github.com/plugboard/plugboard/host"
 	"github.com/plugboard/plugboard/host/config"
@@ -42,7 +42,7 @@ func pluginBuild(ctx context.Context, dir, out string, stdout io.Writer) error {
 		out = filepath.Base(abs) + ".wasm"
 	}
 	start := time.Now()
-	m, err := build.Plugin(ctx, dir, out, build.Options{})
+	m, err := pluginbuild.Plugin(ctx, dir, out, pluginbuild.Options{})
 	if err != nil {
 		return err
 	}
@@ -298,18 +298,18 @@ func pluginInspect(ctx context.Context, path string, asJSON bool, conf *config.C
 		// describe, as the kit does, so inspect does not pass what serve
 		// cannot call.
 		if in.Shape.CommandModule {
-			_, _, err := build.Describe(ctx, in.name, wasm, 0)
+			_, _, err := pluginbuild.Describe(ctx, in.name, wasm, 0)
 			if why, fix := in.Shape.Diagnose(err); why != "" {
 				in.Problems = append(in.Problems, "describe failed: "+why+"; fix: "+fix)
 			}
 		}
 	} else if hyper := in.Shape.Interface == conformance.InterfaceHyperV2; exported[abi.ExportDescribe] || hyper {
-		// build.Describe reads a v2 plugin's lists as the registry does.
+		// pluginbuild.Describe reads a v2 plugin's lists as the registry does.
 		in.ManifestSource = "describe"
 		if hyper {
 			in.ManifestSource = plugin.HyperListTools
 		}
-		m, _, err := build.Describe(ctx, strings.TrimSuffix(filepath.Base(path), ".wasm"), wasm, 0)
+		m, _, err := pluginbuild.Describe(ctx, strings.TrimSuffix(filepath.Base(path), ".wasm"), wasm, 0)
 		if why, fix := in.Shape.Diagnose(err); why != "" {
 			in.Problems = append(in.Problems, in.ManifestSource+" failed: "+why+"; fix: "+fix)
 		} else if err != nil {

@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build"
+	"github.com/plugboard/plugboard/build/pluginbuild"
 	"github.com/plugboard/plugboard/host/config"
 	"github.com/plugboard/plugboard/host/plugin"
 )
@@ -271,7 +271,7 @@ func readPluginFile(ctx context.Context, path string) pluginFile {
 			f.manifest = &m
 		}
 	} else if s := plugin.ShapeOf(info); s.Interface != plugin.InterfacePlain {
-		f.manifest, _, f.err = build.Describe(ctx, f.name, wasm, 0)
+		f.manifest, _, f.err = pluginbuild.Describe(ctx, f.name, wasm, 0)
 	}
 	if f.err == nil && f.manifest != nil && f.manifest.Plugin.Name != "" {
 		f.name = f.manifest.Plugin.Name

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // plugin new's choices from this build: the modules are unpublished here,

@@ -13,20 +13,21 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
-// TestREADMEShellBlocks runs every sh block of README.md that no marker
-// sets aside (see readmeBlocks), in README order, each in its own bash
-// (-euo pipefail; a continued block in the shell of the block before it),
-// as a reader would run them in a checkout after `make build`:
+// TestREADMEShellBlocks runs every sh block of README.md and the guides
+// (docFiles) that no marker sets aside (see readmeBlocks), in docFiles
+// order, each in its own bash (-euo pipefail; a continued block in the
+// shell of the block before it), as a reader would run them in a checkout
+// after `make build`; subtests and failures name a block FILE:LINE:
 //
 //   - the working directory is a copy of the checkout (every file a
 //     symbolic link, real directories) whose bin/plugboard and
@@ -68,7 +69,7 @@ func TestREADMEShellBlocks(t *testing.T) {
 	for i := 0; i < len(blocks); i++ {
 		bl := blocks[i]
 		if !bl.runs() {
-			t.Logf("README.md:%d: not run here (%s: %s)", bl.line, bl.marker.kind, bl.marker.text)
+			t.Logf("%s: not run here (%s: %s)", bl.where(), bl.marker.kind, bl.marker.text)
 			continue
 		}
 		unit := []*readmeBlock{bl}
@@ -76,7 +77,7 @@ func TestREADMEShellBlocks(t *testing.T) {
 			i++
 			unit = append(unit, blocks[i])
 		}
-		t.Run(fmt.Sprintf("README.md:%d", bl.line), func(t *testing.T) {
+		t.Run(bl.where(), func(t *testing.T) {
 			env.run(t, unit, codes)
 		})
 	}
@@ -105,10 +106,10 @@ var readmeFixtures = map[string]func(t *testing.T, e *readmeEnv) []string{
 		if err := os.WriteFile(file, []byte(agents), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s := launchHTTP(t, e.env, []string{"serve", "--http", e.addr, "--agents", file,
+		s := clitest.LaunchHTTP(t, e.env, []string{"serve", "--http", e.addr, "--agents", file,
 			"--plugins", filepath.Join(e.checkout, "dist", "plugins"), "--data", filepath.Join(e.abs, "board")})
-		if s.addr != e.addr {
-			t.Fatalf("the server serves %s, not %s", s.addr, e.addr)
+		if s.Addr != e.addr {
+			t.Fatalf("the server serves %s, not %s", s.Addr, e.addr)
 		}
 		return []string{"WORKER1_TOKEN=" + tokens["worker1"]}
 	},
@@ -132,7 +133,7 @@ const (
 func newReadmeEnv(t *testing.T, root string) *readmeEnv {
 	t.Helper()
 	bin := buildtest.Binary(t)
-	plugins, _ := buildtest.Plugins(t, firstPartyPlugins(t)...)
+	plugins, _ := buildtest.Plugins(t, clitest.FirstPartyPlugins(t)...)
 
 	base := t.TempDir()
 	e := &readmeEnv{abs: filepath.Join(base, "abs"), tmp: filepath.Join(base, "tmp"), addr: freeAddr(t)}
@@ -349,7 +350,7 @@ pb_serve() {
 `
 
 // readmeBlockStart separates the blocks' stdout within a unit.
-const readmeBlockStart = "\x1fREADME.md:"
+const readmeBlockStart = "\x1fblock "
 
 // run runs one block, with the blocks that continue it, and checks them.
 func (e *readmeEnv) run(t *testing.T, unit []*readmeBlock, codes map[string]bool) {
@@ -360,10 +361,10 @@ func (e *readmeEnv) run(t *testing.T, unit []*readmeBlock, codes map[string]bool
 	var script strings.Builder
 	script.WriteString(readmePrelude)
 	for _, bl := range unit {
-		fmt.Fprintf(&script, "\nprintf '%s%d\\n'\necho '== README.md:%d' >&2\n", readmeBlockStart, bl.line, bl.line)
+		fmt.Fprintf(&script, "\nprintf '%s%s\\n'\necho '== %s' >&2\n", readmeBlockStart, bl.where(), bl.where())
 		body, err := e.rewrite(bl.body, codes)
 		if err != nil {
-			t.Fatalf("README.md:%d: %v; mark the block (<!-- illustrative: REASON -->) or make it runnable", bl.line, err)
+			t.Fatalf("%s: %v; mark the block (<!-- illustrative: REASON -->) or make it runnable", bl.where(), err)
 		}
 		script.WriteString(body)
 	}
@@ -394,10 +395,10 @@ func (e *readmeEnv) run(t *testing.T, unit []*readmeBlock, codes map[string]bool
 			continue
 		}
 		got := outputs[i]
-		_, got, _ = strings.Cut(got, "\n") // the block's line number
+		_, got, _ = strings.Cut(got, "\n") // the block's FILE:LINE
 		if problem := compareJSONOutput(got, bl.output.body); problem != "" {
-			t.Errorf("README.md:%d prints other than the JSON of README.md:%d: %s\nprinted:\n%s\nREADME:\n%s",
-				bl.line, bl.output.line, problem, got, bl.output.body)
+			t.Errorf("%s prints other than the JSON of %s: %s\nprinted:\n%s\nREADME:\n%s",
+				bl.where(), bl.output.where(), problem, got, bl.output.body)
 		}
 	}
 }
@@ -405,7 +406,7 @@ func (e *readmeEnv) run(t *testing.T, unit []*readmeBlock, codes map[string]bool
 func blockLines(unit []*readmeBlock) string {
 	var s []string
 	for _, bl := range unit {
-		s = append(s, "README.md:"+strconv.Itoa(bl.line))
+		s = append(s, bl.where())
 	}
 	return strings.Join(s, " + ")
 }

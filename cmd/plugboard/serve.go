@@ -55,6 +55,10 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	// Read the configuration and agents files and listen before loading
 	// plugins, so a bad file, a taken port or a missing token fails at
 	// once.
+	// The files are stamped before they are read: a change saved while the
+	// server starts is then reloaded by the watchers, not taken for the
+	// version read at start.
+	seen := stampsBefore(hf)
 	pol, err := hf.policy()
 	if err != nil {
 		return err
@@ -138,10 +142,10 @@ func serve(ctx context.Context, stderr io.Writer, hf *hostFlags, hc *httpFlags, 
 	}
 	go h.Watch(ctx, watch)
 	// The configuration file's plugin settings reload as the folders do.
-	go watchPluginSettings(ctx, h, hf.conf, watch)
+	go watchPluginSettings(ctx, h, hf.conf, watch, seen)
 	// So do the agents (agents_watch.go).
 	if src, ok := hf.agentsSource(); ok {
-		go watchAgents(ctx, h, src, watch)
+		go watchAgents(ctx, h, src, watch, seen)
 	}
 	if ln == nil {
 		h.Logger().Info("MCP transport", "transport", "stdio")

@@ -18,9 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance/scenario"
 	plughost "github.com/plugboard/plugboard/host"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // cli is one coding-agent CLI under test and what it must say without
@@ -177,7 +178,7 @@ func TestAgentCLIs(t *testing.T) {
 	// retries for ever (Codex without network) inside the test's time, yet
 	// leave a CLI starting on a loaded 2-core machine time to reach the
 	// network (Gemini and OpenCode print nothing until they do).
-	var serverLog syncBuffer
+	var serverLog clitest.SyncBuffer
 	sess, err := scenario.DialGoSDK(ctx, scenario.Endpoint{Binary: bin, Env: env, Stderr: &serverLog,
 		Args: []string{"serve", "--data", data, "--plugins", plugins, "--agent-env", "IS_SANDBOX=1",
 			"--agent-inactivity-timeout", "2m", "--agent-run-timeout", "6m"}}, nil)
@@ -395,23 +396,4 @@ func cut(s string) string {
 		return s[:3000] + "\n…\n" + s[len(s)-3000:]
 	}
 	return s
-}
-
-// syncBuffer is the server's log, written by its stderr reader while the
-// test may read it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance/scenario"
 	"github.com/plugboard/plugboard/host/plugin"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // TestForeignPluginsTypeScript: foreign plugins the host serves as they
@@ -52,7 +53,7 @@ func TestForeignPluginsTypeScript(t *testing.T) {
 		}
 	}
 	work := t.TempDir()
-	log := &syncBuffer{}
+	log := &clitest.SyncBuffer{}
 	c, err := ConnectTypeScript(ctx, dir, scenario.Endpoint{Binary: bin, Args: []string{"serve", "--plugins", plugins, "--data", filepath.Join(work, "data")},
 		Dir: work, Env: os.Environ(), Stderr: log})
 	if err != nil {

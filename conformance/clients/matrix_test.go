@@ -9,14 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/conformance/scenario"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // firstPartyPlugins are the plugins the first-party pack runs against.
@@ -118,25 +118,6 @@ func runPack(t *testing.T, pack string, opts scenario.Options) {
 	}
 }
 
-// syncBuffer is a server log written by the server's reader while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // checkFeatures serves the MCP fixture plugin and checks progress,
 // cancellation, resources and prompts through the client.
 func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache string) {
@@ -160,7 +141,7 @@ func checkFeatures(t *testing.T, c matrixClient, transport, bin, fixture, cache 
 	if err := os.Symlink(cache+"-keys", filepath.Join(data, "keys")); err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &clitest.SyncBuffer{}
 	args := []string{"serve", "--data", data, "--plugins", fixture, "--log-level", "info"}
 	ep := scenario.Endpoint{Binary: bin, Args: args, Dir: work, Env: os.Environ(), Stderr: log}
 	if transport == scenario.TransportHTTP {

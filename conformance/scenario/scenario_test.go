@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // firstPartyPlugins are what `make build` puts in dist/plugins.

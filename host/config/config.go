@@ -36,11 +36,11 @@ import (
 	"github.com/plugboard/plugboard/host/internal/board"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/grants"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/jsonfile"
 	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Environment variables the configuration reads.
@@ -716,12 +716,24 @@ func (c *Config) Apply(fs *flag.FlagSet, getenv func(string) string) ([]string, 
 	return applied, nil
 }
 
+// IdempotencyRetention is how long request_id records are kept. It is this
+// package's type, not the idempotency guard's, whose configuration also
+// carries what only the host sets (its logger, its identity in claims).
+type IdempotencyRetention struct {
+	// CompletedTTL is how long a completed call's result is kept for
+	// replays; 0 keeps it forever.
+	CompletedTTL time.Duration
+	// InProgressTTL is how long an unfinished claim blocks its key before
+	// it is presumed dead; 0 never expires one.
+	InProgressTTL time.Duration
+}
+
 // IdempotencyConfig is the retention of request_id records: the defaults,
 // then the file's idempotency section, then
 // $PLUGBOARD_IDEMPOTENCY_COMPLETED_TTL_SECS and
 // $PLUGBOARD_IDEMPOTENCY_IN_PROGRESS_TTL_SECS through getenv, which win. A
 // nil Config is the defaults and the environment.
-func (c *Config) IdempotencyConfig(getenv func(string) string) (idempotency.Config, error) {
+func (c *Config) IdempotencyConfig(getenv func(string) string) (IdempotencyRetention, error) {
 	cfg := idempotency.Config{CompletedTTL: idempotency.DefaultCompletedTTL, InProgressTTL: idempotency.DefaultInProgressTTL}
 	if c != nil {
 		if d := c.Idempotency.CompletedTTL; d != nil {
@@ -731,7 +743,8 @@ func (c *Config) IdempotencyConfig(getenv func(string) string) (idempotency.Conf
 			cfg.InProgressTTL = d.D()
 		}
 	}
-	return idempotency.ApplyEnv(cfg, getenv)
+	cfg, err := idempotency.ApplyEnv(cfg, getenv)
+	return IdempotencyRetention{CompletedTTL: cfg.CompletedTTL, InProgressTTL: cfg.InProgressTTL}, err
 }
 
 // Summary says in one line what the file configures.

@@ -12,33 +12,34 @@ import (
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 )
 
-// readmeExample is the first JSON block of README.md's "Configuration"
-// section.
+// readmeExample is the first JSON block of the "Configuration" section of
+// docs/operators.md, the operators' guide (the README's until the guides
+// took its reference sections).
 func readmeExample(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operators.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n## Configuration\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Configuration" section`)
+		t.Fatal(`docs/operators.md has no "## Configuration" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	_, block, ok := strings.Cut(section, "```json\n")
 	if !ok {
-		t.Fatal(`README.md's "Configuration" section has no json block`)
+		t.Fatal(`docs/operators.md's "Configuration" section has no json block`)
 	}
 	block, _, _ = strings.Cut(block, "```")
 	return []byte(block)
 }
 
-// TestReadmeExample: the example in README.md loads, and every section
-// says what the README shows.
+// TestReadmeExample: the example in docs/operators.md loads, and every
+// section says what the guide shows.
 func TestReadmeExample(t *testing.T) {
 	c, err := Parse("/etc/plugboard/plugboard.json", readmeExample(t))
 	if err != nil {
-		t.Fatalf("README.md's example configuration: %v", err)
+		t.Fatalf("docs/operators.md's example configuration: %v", err)
 	}
 	if c.Data != "/var/lib/plugboard" || c.LogLevel != "info" {
 		t.Errorf("data %q, log_level %q", c.Data, c.LogLevel)

@@ -15,13 +15,18 @@ package plugin
 
 import (
 	"context"
-	"github.com/plugboard/plugboard/host/internal/shape"
 	"net/url"
 
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/shape"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
 )
+
+// Engine, Config, Plugin and CallOptions are aliases of the engine's
+// (host/internal/runtime): an Engine and a Plugin are handles whose methods
+// are the engine's own, and Config and CallOptions are what those methods
+// take; a type of this package would have to repeat each method.
 
 // Engine is one sandboxed WebAssembly runtime with the host modules (WASI
 // without files, sockets or environment; the Extism kernel;
@@ -102,6 +107,10 @@ func UserCapability(name string) string {
 	return registry.UserCapability(name)
 }
 
+// Info and Import are aliases of the binary reader's (host/internal/wasmfile):
+// Info's lookups (Export, …) are its methods, and Import is an element of
+// Info.Imports.
+
 // Info is what Parse learns from a binary: imports, exports, custom
 // sections, function types.
 type Info = wasmfile.Info
@@ -123,8 +132,33 @@ const (
 // Shape is what kind of plugin a module is: the interface the host talks
 // to it by, command module or reactor, and the toolchain that built it.
 // The registry's load log, `plugboard plugin inspect` and the conformance
-// kit say it in the same words.
-type Shape = shape.Shape
+// kit say it in the same words. It is this package's type (its JSON is
+// what `plugboard plugin inspect --json` prints), converted from
+// host/internal/shape's, whose fields it repeats.
+type Shape struct {
+	// Interface is how the host talks to it: InterfacePlugboard,
+	// InterfaceExtismMCP, InterfaceHyperV2 or InterfacePlain (the module
+	// cannot list tools).
+	Interface string `json:"interface"`
+	// CommandModule: the module exports _start, a WASI command, which the
+	// host never runs; such a module works exactly when its exports work
+	// without it.
+	CommandModule bool `json:"command_module"`
+	// Reactor: the module exports _initialize, which the host runs once
+	// per instance.
+	Reactor bool `json:"reactor"`
+	// Toolchain is what built it, from the producers section ("Go",
+	// "TinyGo", "Rust", …), else "".
+	Toolchain string `json:"toolchain,omitempty"`
+	// Text says all of it in words.
+	Text string `json:"text"`
+}
+
+// Diagnose explains a failure of a module's exports that its shape
+// accounts for (a command module whose runtime needs _start, which no host
+// calling exports runs) as a problem and a fix; "" when its shape explains
+// nothing. plugboard plugin inspect gives the same words.
+func (s Shape) Diagnose(err error) (problem, fix string) { return shape.Shape(s).Diagnose(err) }
 
 // Interfaces a module may speak (Shape.Interface).
 const (
@@ -136,7 +170,8 @@ const (
 
 // ShapeOf reads a parsed module's shape.
 func ShapeOf(info *Info) Shape {
-	return shape.Of(info)
+	// The same fields: the conversion stops compiling when they part.
+	return Shape(shape.Of(info))
 }
 
 // Parse reads a WebAssembly binary's sections without compiling it.

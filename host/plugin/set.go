@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,18 +11,37 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/metrics"
 	"github.com/plugboard/plugboard/host/internal/registry"
 )
 
-// Request is one tool call: the tool's name or alias, its arguments, and
-// optionally a progress receiver, caller and MCP client.
-type Request = dispatch.Request
+// Request is one tool call. It and Result are this package's types, not
+// the pipeline's (host/internal/dispatch): the pipeline's request also
+// carries what only a transport sets (an MCP client, a replay key), and
+// either may grow without changing what callers write.
+type Request struct {
+	// Tool is the tool's name or one of its aliases.
+	Tool      string
+	Arguments json.RawMessage
+	// Progress, when set, receives the plugin's progress reports.
+	Progress func(abi.ProgressRequest)
+	// Caller is who calls; nil takes the caller the context carries.
+	Caller *abi.Caller
+}
 
 // Result is a normalised tool result: on success Structured and Content;
-// on failure Envelope (IsError), with Structured holding its JSON.
-type Result = dispatch.Result
+// on failure Envelope (IsError), with Structured holding its JSON and
+// Content its compact text.
+type Result struct {
+	Content    []abi.Content
+	Structured json.RawMessage
+	Envelope   *abi.Envelope
+}
+
+// IsError reports whether the result is an envelope.
+func (r *Result) IsError() bool { return r.Envelope != nil }
 
 // LoadOptions configures LoadDir. The zero value loads as `plugboard serve`
 // does by default, minus the board.
@@ -85,7 +105,9 @@ func LoadDir(ctx context.Context, eng *Engine, dir string, opts LoadOptions) (*S
 // Call runs one call through the pipeline. Every failure, the host's own
 // included, is an envelope in the result.
 func (s *Set) Call(ctx context.Context, req Request) *Result {
-	return s.d.Call(ctx, req)
+	// The conversion is of identical field lists: it stops compiling when
+	// the pipeline's result changes, where it is decided what callers see.
+	return (*Result)(s.d.Call(ctx, dispatch.Request{Tool: req.Tool, Arguments: req.Arguments, Progress: req.Progress, Caller: req.Caller}))
 }
 
 // Tools returns the names of the served tools, in the order they are listed.

@@ -15,7 +15,9 @@ import (
 // binds them: what it is compiled with (configuration values and secrets,
 // egress, mounts, limits, state), its call timeout and the names its tools
 // are served under. host.LoadSettings makes them of a configuration file's
-// plugins.settings entry, exactly as serve does.
+// plugins.settings entry, exactly as serve does. An alias of the
+// registry's: they are handed to it as they are, and made by
+// host.LoadSettings.
 type Settings = registry.Settings
 
 // LoadDirWith is LoadDir with the operator's settings of each plugin, by

@@ -7,7 +7,9 @@ import (
 // Plugins with a source (plugins.settings.NAME.source in the configuration
 // file) and the lockfile pinning their bytes, for `plugboard plugin add`,
 // `lock` and `verify`: the same fetching and checking the host does before
-// it loads one (host/internal/pluginsrc).
+// it loads one (host/internal/pluginsrc). They are aliases of pluginsrc's:
+// Fetcher, Lock and SourceCache are handles whose methods are pluginsrc's
+// own, and Source and LockEntry what those methods take and return.
 type (
 	// Source is a parsed source: a file, an https:// URL or an OCI
 	// reference; String is how a lockfile records it.

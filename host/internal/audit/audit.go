@@ -27,7 +27,7 @@
 // and every PruneEvery.
 //
 // It keeps no state of its own: the rows live in the board's store
-// (decision_log, host/internal/board/store).
+// (decision_log, host/internal/store).
 package audit
 
 import (
@@ -46,12 +46,12 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Store is what a store must offer the decision log: its rows
-// (store.Decision, decision_log). host/internal/board/store (SQLite)
+// (store.Decision, decision_log). host/internal/store (SQLite)
 // implements it.
 type Store interface {
 	// InsertDecision adds one row (log_decision's); ID and CreatedAt are

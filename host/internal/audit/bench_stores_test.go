@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/pgtest"
 	"github.com/plugboard/plugboard/host/internal/audit"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
+	"github.com/plugboard/plugboard/host/internal/store"
+	"github.com/plugboard/plugboard/internal/testing/pgtest"
 )
 
 // BenchmarkAuditStores is BenchmarkAuditEcho's audited echo call with the
@@ -18,7 +18,7 @@ import (
 // and "postgres" (a database on a throwaway cluster of the benchmark's
 // own, opened with store.OpenURL; skipped when no server is installed,
 // unless PLUGBOARD_REQUIRE_POSTGRES is set). The cluster runs with
-// fsync=off and synchronous_commit=off (build/pgtest).
+// fsync=off and synchronous_commit=off (internal/testing/pgtest).
 //
 // "audited" and "audited-paced" are BenchmarkAuditEcho's (call-ns/op: the
 // calls back to back, the writer's work and the queue's back-pressure

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/plugboard/plugboard/host/internal/board/procsup"
+	"github.com/plugboard/plugboard/host/internal/procsup"
 )
 
 // AgentEnv says how the environment of attempt processes (agents, setup and

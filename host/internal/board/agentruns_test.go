@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // fakeAgent writes an executors file with one profile, FAKE, whose program

@@ -15,9 +15,9 @@ import (
 
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
-	"github.com/plugboard/plugboard/host/internal/board/procsup"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/metrics"
+	"github.com/plugboard/plugboard/host/internal/procsup"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // DefaultStopGrace is how long a graceful stop waits after the interrupt
@@ -86,8 +86,10 @@ type Config struct {
 type Board struct {
 	cfg Config
 	// store is where the board keeps its records (see Store); Open opens
-	// the SQLite store in DataDir.
+	// it (a SQLite file in DataDir, or Config.Store). state is the same
+	// database as the concrete type the rest of the host shares (Store()).
 	store     Store
+	state     *store.Store
 	executors *executor.Registry
 	guard     gitops.Guard
 	// owner names this process ("pid/boot/starttime"); hostID the data
@@ -179,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 		return nil, fmt.Errorf("board: host id: %w", err)
 	}
 	b := &Board{
-		cfg: cfg, store: st, executors: execs, guard: guard, log: cfg.Logger,
+		cfg: cfg, store: st, state: st, executors: execs, guard: guard, log: cfg.Logger,
 		owner:   strconv.Itoa(os.Getpid()) + "/" + self,
 		hostID:  hostID,
 		hostEnv: os.Environ(),
@@ -199,15 +201,12 @@ func Open(ctx context.Context, cfg Config) (*Board, error) {
 	return b, nil
 }
 
-// Store exposes the SQLite store the board opened, which the host shares
-// with it: its request_id records, decision log and mail live there too.
-// The board itself reaches the store only through the Store interface.
-// Open is the one constructor and always opens the SQLite store, so the
-// result is never nil.
-func (b *Board) Store() *store.Store {
-	st, _ := b.store.(*store.Store)
-	return st
-}
+// Store returns the database the board opened (Config.Store), which the
+// rest of the host shares: the idempotency journal, the decision log, mail
+// and the dashboard's sessions live there too, each reaching it through an
+// interface of its own. The board itself reaches it only through Store
+// (the interface). Open is the one constructor, so the result is never nil.
+func (b *Board) Store() *store.Store { return b.state }
 
 // Executors exposes the executor registry.
 func (b *Board) Executors() *executor.Registry { return b.executors }

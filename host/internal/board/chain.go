@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/host/internal/board/executor"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // chain is the sequence of processes one run of an attempt goes through:

@@ -12,8 +12,8 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/sandbox"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Sandbox configures the OS sandbox every attempt process tree runs in

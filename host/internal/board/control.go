@@ -9,8 +9,8 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/host/internal/board/procsup"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/procsup"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Follow-up actions (tasks.Action values).

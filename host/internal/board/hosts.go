@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/datadir"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Several hosts on one store. Each host (a data directory: its worktrees

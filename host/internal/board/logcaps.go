@@ -11,8 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // LogLimits bound what attempt processes' logs keep in the store, which
@@ -311,7 +312,7 @@ func (b *Board) PruneLogs(ctx context.Context) (int64, error) {
 		text := fmt.Sprintf("[plugboard] this log was pruned by retention: %s (%s) removed; %s", plural(p.Entries, "entry"), sizeText(p.Bytes), why)
 		var v any = rawEntry{Timestamp: now, Stream: "stdout", Content: text}
 		if p.Channel == store.ChannelNormalized {
-			v = executor.Entry{Timestamp: now, EntryType: executor.EntrySystemMessage, Content: text,
+			v = executor.Entry{Timestamp: now, EntryType: tasks.EntrySystemMessage, Content: text,
 				Metadata: warningMeta(map[string]any{"pruned": true, "entries": p.Entries, "bytes": p.Bytes})}
 		}
 		data, _ := encodeEntry(v)

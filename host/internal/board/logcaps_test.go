@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // TestCompactLine: control bytes and bytes that are not UTF-8 are stored

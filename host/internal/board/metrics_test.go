@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/metrics"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // A board with metrics times the commands it forwards to the host holding

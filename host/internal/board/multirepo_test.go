@@ -11,7 +11,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // multiFixture is a board with project "multi" over two real repositories,
@@ -139,8 +139,9 @@ echo "top-level notes" > notes.txt
 	}
 }
 
-// TestApproveNothingMergedSaysSo is the README's multi-repo example: a SHELL
-// attempt over two repos whose script writes only beside the clones.
+// TestApproveNothingMergedSaysSo is the multi-repo example of
+// docs/operators.md ("Set up and watch a board from the command line"): a
+// SHELL attempt over two repos whose script writes only beside the clones.
 // Nothing is merged, and the answer says so instead of "merged".
 func TestApproveNothingMergedSaysSo(t *testing.T) {
 	ctx := context.Background()

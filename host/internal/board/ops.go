@@ -13,7 +13,7 @@ import (
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // ---- projects and repos (people set these up through the CLI) ----

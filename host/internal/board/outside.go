@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Files outside any repository. A multi-repo attempt's agent starts in the

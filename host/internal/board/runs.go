@@ -12,10 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 	"github.com/plugboard/plugboard/host/internal/board/gitops"
-	"github.com/plugboard/plugboard/host/internal/board/procsup"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/procsup"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // errClosed refuses new processes once Close has begun.
@@ -387,7 +388,7 @@ func (p *logPump) admit(size int64, now time.Time) bool {
 	for _, stream := range []procsup.Stream{procsup.Stdout, procsup.Stderr} {
 		p.sendRaw(ts, stream, fmt.Sprintf("[plugboard] %s dropped from here on: this log reached %s; what was dropped is counted when the process ends", stream, which))
 	}
-	p.note(executor.EntrySystemMessage, fmt.Sprintf("Output dropped: this log reached %s; stdout and stderr from here on are not stored (the totals follow when the process ends).", which),
+	p.note(tasks.EntrySystemMessage, fmt.Sprintf("Output dropped: this log reached %s; stdout and stderr from here on are not stored (the totals follow when the process ends).", which),
 		map[string]any{"cap": p.capped, "limit_bytes": p.capLimit()})
 	return false
 }
@@ -491,7 +492,7 @@ func (p *logPump) dropNotes() {
 	if p.droppedFinal > 0 {
 		parts = append(parts, "the agent's last "+plural(p.droppedFinal, "normalized entry"))
 	}
-	p.note(executor.EntrySystemMessage, fmt.Sprintf("Output dropped: %s not stored; this log reached %s.", strings.Join(parts, " and "), which),
+	p.note(tasks.EntrySystemMessage, fmt.Sprintf("Output dropped: %s not stored; this log reached %s.", strings.Join(parts, " and "), which),
 		map[string]any{"cap": p.capped, "limit_bytes": p.capLimit(), "dropped_bytes": bytesBy, "dropped_lines": linesBy})
 }
 

@@ -3,11 +3,11 @@ package board
 import (
 	"context"
 
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Store is what a store must offer the board: the board reaches its
-// records only through it. host/internal/board/store (SQLite) implements
+// records only through it. host/internal/store (SQLite) implements
 // it; its rows (store.Task, store.Process, ...), sentinel errors
 // (store.ErrNotFound) and status constants are the vocabulary every
 // implementation speaks. Each method means what the SQLite store's method

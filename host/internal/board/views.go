@@ -9,7 +9,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Attempt states (tasks.AttemptState values).

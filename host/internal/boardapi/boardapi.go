@@ -31,10 +31,10 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/audit"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/mail"
 	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/host/internal/store"
 	"github.com/plugboard/plugboard/host/internal/tracing"
 )
 
@@ -63,36 +63,74 @@ func noArgs[R any](method func(*board.Board, context.Context) (R, error)) handle
 	}
 }
 
-var handlers = map[string]handler{
-	abi.OpListProjects:       noArgs((*board.Board).ListProjects),
-	abi.OpListRepos:          op((*board.Board).ListRepos),
-	abi.OpListExecutors:      noArgs((*board.Board).ListExecutors),
-	abi.OpListTasks:          op((*board.Board).ListTasks),
-	abi.OpGetTask:            op((*board.Board).GetTask),
-	abi.OpListTaskAttempts:   op((*board.Board).ListTaskAttempts),
-	abi.OpGetAttemptStatus:   op((*board.Board).GetAttemptStatus),
-	abi.OpTailAttemptLogs:    op((*board.Board).TailAttemptLogs),
-	abi.OpTailSessionMessage: op((*board.Board).TailSessionMessages),
-	abi.OpGetContext:         getContext,
-	abi.OpCreateTask:         op((*board.Board).CreateTask),
-	abi.OpUpdateTask:         op((*board.Board).UpdateTask),
-	abi.OpDeleteTask:         op((*board.Board).DeleteTask),
-	abi.OpStartTaskAttempt:   op((*board.Board).StartTaskAttempt),
-	abi.OpFollowUp:           op((*board.Board).FollowUp),
-	abi.OpStopAttempt:        op((*board.Board).StopAttempt),
-	abi.OpGetAttemptChanges:  op((*board.Board).GetAttemptChanges),
-	abi.OpGetAttemptPatch:    op((*board.Board).GetAttemptPatch),
-	abi.OpGetAttemptFile:     op((*board.Board).GetAttemptFile),
-	abi.OpMailSend:           asCaller(abi.OpMailSend, (*API).mailSend),
-	abi.OpMailListInbox:      asCaller(abi.OpMailListInbox, (*API).mailListInbox),
-	abi.OpMailRead:           asCaller(abi.OpMailRead, (*API).mailRead),
-	abi.OpMailReply:          asCaller(abi.OpMailReply, (*API).mailReply),
-	abi.OpAgentGetStatus:     asCaller(abi.OpAgentGetStatus, (*API).agentGetStatus),
-	abi.OpAgentGetTask:       asCaller(abi.OpAgentGetTask, (*API).agentGetTask),
-	abi.OpLogDecision:        asCaller(abi.OpLogDecision, (*API).logDecision),
-	abi.OpReviewQueue:        op((*board.Board).ReviewQueue),
-	abi.OpApproveAttempt:     op((*board.Board).ApproveAttempt),
-	abi.OpRequestChanges:     op((*board.Board).RequestChanges),
+// opRow is one board operation (ops).
+type opRow struct {
+	run    handler
+	scope  scoping
+	effect effect
+}
+
+// effect says whether an operation changes the board, and how its answer
+// is journaled inside a keyed call (a tool call carrying its request_id):
+// there each effect is journaled with its answer under the call's
+// idempotency scope, and a rerun of the call — after a retryable failure,
+// or after the host was killed — gets the answer back instead of making
+// the effect again.
+type effect int
+
+const (
+	// readOnly operations are not journaled.
+	readOnly effect = iota
+	// journaled operations journal their answer just after the effect.
+	journaled
+	// atomic operations make every store write through the journal's
+	// transaction (store.conn), so the effect and its journal row commit
+	// together.
+	atomic
+)
+
+// ops is every board operation, one row each: the handler that runs it,
+// how a caller with a limited scope reaches it (scope.go: check refuses a
+// call before it runs, filter trims its answer; both nil when the
+// operation names no one's work), and whether its effect is journaled.
+// The capability an operation needs is the wire contract's
+// (abi.BoardOpCapability). TestOpsAreTheABIs keeps the rows equal to
+// abi.BoardOps, so an operation is served, scoped and journaled on
+// purpose, never by omission.
+var ops = map[string]opRow{
+	// The executors are the host's configuration, not anyone's work.
+	abi.OpListExecutors:      {run: noArgs((*board.Board).ListExecutors)},
+	abi.OpListProjects:       {run: noArgs((*board.Board).ListProjects), scope: scoping{filter: filterProjects}},
+	abi.OpListRepos:          {run: op((*board.Board).ListRepos), scope: scoping{check: checkProject}},
+	abi.OpCreateTask:         {run: op((*board.Board).CreateTask), scope: scoping{check: checkProject}, effect: atomic},
+	abi.OpListTasks:          {run: op((*board.Board).ListTasks), scope: scoping{filter: filterTasks}},
+	abi.OpReviewQueue:        {run: op((*board.Board).ReviewQueue), scope: scoping{filter: filterReview}},
+	abi.OpGetTask:            {run: op((*board.Board).GetTask), scope: scoping{check: checkTaskRecord}},
+	abi.OpListTaskAttempts:   {run: op((*board.Board).ListTaskAttempts), scope: scoping{check: checkTaskRecord, filter: filterAttempts}},
+	abi.OpUpdateTask:         {run: op((*board.Board).UpdateTask), scope: scoping{check: checkTask}, effect: journaled},
+	abi.OpDeleteTask:         {run: op((*board.Board).DeleteTask), scope: scoping{check: checkTask}, effect: journaled},
+	abi.OpStartTaskAttempt:   {run: op((*board.Board).StartTaskAttempt), scope: scoping{check: checkTask}, effect: journaled},
+	abi.OpGetAttemptStatus:   {run: op((*board.Board).GetAttemptStatus), scope: scoping{check: checkAttempt}},
+	abi.OpTailAttemptLogs:    {run: op((*board.Board).TailAttemptLogs), scope: scoping{check: checkAttempt}},
+	abi.OpGetAttemptChanges:  {run: op((*board.Board).GetAttemptChanges), scope: scoping{check: checkAttempt}},
+	abi.OpGetAttemptPatch:    {run: op((*board.Board).GetAttemptPatch), scope: scoping{check: checkAttempt}},
+	abi.OpGetAttemptFile:     {run: op((*board.Board).GetAttemptFile), scope: scoping{check: checkAttempt}},
+	abi.OpStopAttempt:        {run: op((*board.Board).StopAttempt), scope: scoping{check: checkAttempt}, effect: journaled},
+	abi.OpApproveAttempt:     {run: op((*board.Board).ApproveAttempt), scope: scoping{check: checkAttempt}, effect: journaled},
+	abi.OpRequestChanges:     {run: op((*board.Board).RequestChanges), scope: scoping{check: checkAttempt}, effect: journaled},
+	abi.OpTailSessionMessage: {run: op((*board.Board).TailSessionMessages), scope: scoping{check: checkSessionOrAttempt}},
+	abi.OpFollowUp:           {run: op((*board.Board).FollowUp), scope: scoping{check: checkSessionOrAttempt}, effect: journaled},
+	abi.OpGetContext:         {run: getContext, scope: scoping{filter: filterContext}},
+	// The operations acting for the caller reach only the caller's own:
+	// its inbox, mail it received, its own status and task, its own
+	// decision-log entries.
+	abi.OpMailSend:       {run: asCaller(abi.OpMailSend, (*API).mailSend), effect: journaled},
+	abi.OpMailListInbox:  {run: asCaller(abi.OpMailListInbox, (*API).mailListInbox)},
+	abi.OpMailRead:       {run: asCaller(abi.OpMailRead, (*API).mailRead)},
+	abi.OpMailReply:      {run: asCaller(abi.OpMailReply, (*API).mailReply), effect: journaled},
+	abi.OpAgentGetStatus: {run: asCaller(abi.OpAgentGetStatus, (*API).agentGetStatus)},
+	abi.OpAgentGetTask:   {run: asCaller(abi.OpAgentGetTask, (*API).agentGetTask)},
+	abi.OpLogDecision:    {run: asCaller(abi.OpLogDecision, (*API).logDecision), effect: journaled},
 }
 
 // decodeArgs decodes strictly: an unknown field or a wrong type is an
@@ -137,7 +175,7 @@ type Decisions interface {
 
 // Store is what the board API needs of the board's store: the effect
 // journal of keyed calls, and the lookups that decide what a caller's
-// scope reaches. host/internal/board/store (SQLite) implements it; the API
+// scope reaches. host/internal/store (SQLite) implements it; the API
 // reaches the board's through board.Board.Store.
 type Store interface {
 	// RunEffect returns the journaled answer of the effect k names
@@ -181,8 +219,8 @@ func New(b *board.Board, log *slog.Logger, opts ...Option) *API {
 
 // Ops lists the operations served, sorted.
 func Ops() []string {
-	out := make([]string, 0, len(handlers))
-	for name := range handlers {
+	out := make([]string, 0, len(ops))
+	for name := range ops {
 		out = append(out, name)
 	}
 	sort.Strings(out)
@@ -202,8 +240,8 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 			`send {"op": NAME, "args": {...}}`)
 	}
 	capability, known := abi.BoardOpCapability(r.Op)
-	h := handlers[r.Op]
-	if !known || h == nil {
+	row, served := ops[r.Op]
+	if !known || !served {
 		return nil, abi.NewEnvelope(abi.CodeInvalidArgument, fmt.Sprintf("unknown board operation %q", r.Op),
 			"use one of the operations in abi.BoardOps").WithDetail("ops", Ops())
 	}
@@ -218,10 +256,10 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 	}
 	// The caller's scope first: a refused call must not reach the board,
 	// nor the effect journal.
-	h, err := a.scope(ctx, r.Op, r.Args, h)
+	h, err := a.scope(ctx, r.Op, r.Args, row)
 	var out json.RawMessage
 	if err == nil {
-		out, err = a.run(ctx, r.Op, r.Args, h)
+		out, err = a.run(ctx, r.Op, r.Args, h, row.effect)
 	}
 	if err != nil {
 		var env *abi.Envelope
@@ -241,32 +279,10 @@ func (a *API) Handle(ctx context.Context, granted func(string) bool, req []byte)
 	return out, nil
 }
 
-// effectOps are the operations with an effect: made inside a keyed call
-// (a tool call carrying its request_id), each is journaled with its answer
-// under the call's idempotency scope, and a rerun of the call — after a
-// retryable failure, or after the host was killed — gets the answer back
-// instead of making the effect again. true marks the operations whose
-// store writes all go through the journal's transaction (store.conn), so
-// the effect and its journal row commit together; the others journal
-// their answer just after the effect.
-var effectOps = map[string]bool{
-	abi.OpCreateTask:       true,
-	abi.OpUpdateTask:       false,
-	abi.OpDeleteTask:       false,
-	abi.OpStartTaskAttempt: false,
-	abi.OpFollowUp:         false,
-	abi.OpStopAttempt:      false,
-	abi.OpApproveAttempt:   false,
-	abi.OpRequestChanges:   false,
-	abi.OpMailSend:         false,
-	abi.OpMailReply:        false,
-	abi.OpLogDecision:      false,
-}
-
 // run runs one operation and encodes its answer, through the effect
 // journal when ctx carries a keyed call's scope and the operation has an
 // effect.
-func (a *API) run(ctx context.Context, op string, args json.RawMessage, h handler) (json.RawMessage, error) {
+func (a *API) run(ctx context.Context, op string, args json.RawMessage, h handler, eff effect) (json.RawMessage, error) {
 	call := func(ctx context.Context) ([]byte, error) {
 		result, err := h(ctx, a, args)
 		if err != nil {
@@ -278,14 +294,13 @@ func (a *API) run(ctx context.Context, op string, args json.RawMessage, h handle
 		}
 		return out, nil
 	}
-	atomic, effect := effectOps[op]
 	sc := idempotency.ScopeFrom(ctx)
-	if !effect || sc == nil || a.board == nil {
+	if eff == readOnly || sc == nil || a.board == nil {
 		return call(ctx)
 	}
 	argsHash, seq := sc.Next(op, args)
 	out, replayed, err := a.store().RunEffect(ctx, store.EffectKey{Tool: sc.Tool, RequestID: sc.RequestID,
-		PayloadHash: sc.PayloadHash, Op: op, ArgsHash: argsHash, Seq: seq}, atomic, call)
+		PayloadHash: sc.PayloadHash, Op: op, ArgsHash: argsHash, Seq: seq}, eff == atomic, call)
 	if replayed {
 		a.log.Debug("board operation replayed from the effect journal", "op", op, "tool", sc.Tool, "request_id", sc.RequestID)
 	}

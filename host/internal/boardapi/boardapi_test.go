@@ -12,15 +12,28 @@ import (
 	"github.com/plugboard/plugboard/host/internal/board"
 )
 
-func TestEveryOperationIsServed(t *testing.T) {
-	for name := range abi.BoardOps() {
-		if handlers[name] == nil {
-			t.Errorf("operation %s in abi.BoardOps has no handler", name)
+// TestOpsAreTheABIs holds the operation table to the wire contract: every
+// operation of abi.BoardOps has a row with a handler, every row is one of
+// them, an operation with an effect needs a write capability, and the
+// operations acting for the caller (abi.CapMail) reach only the caller's
+// own, so they are not scoped like board work.
+func TestOpsAreTheABIs(t *testing.T) {
+	for name, capability := range abi.BoardOps() {
+		row, ok := ops[name]
+		if !ok || row.run == nil {
+			t.Errorf("operation %s in abi.BoardOps has no row with a handler in ops", name)
+			continue
+		}
+		if row.effect != readOnly && (capability == abi.CapBoardRead || capability == abi.CapWorkspaceRead) {
+			t.Errorf("%s has an effect, yet needs only %q", name, capability)
+		}
+		if capability == abi.CapMail && (row.scope.check != nil || row.scope.filter != nil) {
+			t.Errorf("%s acts for the caller, yet is scoped like board work", name)
 		}
 	}
-	for name := range handlers {
+	for name := range ops {
 		if _, ok := abi.BoardOpCapability(name); !ok {
-			t.Errorf("handler %s is missing from abi.BoardOps", name)
+			t.Errorf("ops has %s, which is not in abi.BoardOps", name)
 		}
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // getContext answers get_context: the attempt the caller works in. An

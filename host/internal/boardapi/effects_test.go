@@ -9,14 +9,6 @@ import (
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 )
 
-func TestEffectOpsAreBoardOps(t *testing.T) {
-	for op := range effectOps {
-		if capability, ok := abi.BoardOpCapability(op); !ok || capability == abi.CapBoardRead || capability == abi.CapWorkspaceRead {
-			t.Errorf("effect op %s: capability %q", op, capability)
-		}
-	}
-}
-
 // TestKeyedCallEffectsRunOnce: inside a keyed call's scope, a create_task
 // made again — by a second run of the call, after a retry or a crash —
 // answers the task the first run created instead of creating another;

@@ -10,9 +10,9 @@ import (
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/audit"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/mail"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 type notices struct {

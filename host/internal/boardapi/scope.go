@@ -11,9 +11,9 @@ import (
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Scoping. Every board operation a plugin makes runs for the caller in the
@@ -41,47 +41,10 @@ type scoping struct {
 	filter func(ctx context.Context, v *visibility, result any) (any, error)
 }
 
-// scoped lists every operation; TestScopeCoversEveryOp keeps it complete,
-// so a new operation is scoped on purpose, never by omission.
-var scoped = map[string]scoping{
-	// The executors are the host's configuration, not anyone's work.
-	abi.OpListExecutors:      {},
-	abi.OpListProjects:       {filter: filterProjects},
-	abi.OpListRepos:          {check: checkProject},
-	abi.OpCreateTask:         {check: checkProject},
-	abi.OpListTasks:          {filter: filterTasks},
-	abi.OpReviewQueue:        {filter: filterReview},
-	abi.OpGetTask:            {check: checkTaskRecord},
-	abi.OpListTaskAttempts:   {check: checkTaskRecord, filter: filterAttempts},
-	abi.OpUpdateTask:         {check: checkTask},
-	abi.OpDeleteTask:         {check: checkTask},
-	abi.OpStartTaskAttempt:   {check: checkTask},
-	abi.OpGetAttemptStatus:   {check: checkAttempt},
-	abi.OpTailAttemptLogs:    {check: checkAttempt},
-	abi.OpGetAttemptChanges:  {check: checkAttempt},
-	abi.OpGetAttemptPatch:    {check: checkAttempt},
-	abi.OpGetAttemptFile:     {check: checkAttempt},
-	abi.OpStopAttempt:        {check: checkAttempt},
-	abi.OpApproveAttempt:     {check: checkAttempt},
-	abi.OpRequestChanges:     {check: checkAttempt},
-	abi.OpTailSessionMessage: {check: checkSessionOrAttempt},
-	abi.OpFollowUp:           {check: checkSessionOrAttempt},
-	abi.OpGetContext:         {filter: filterContext},
-	// The operations acting for the caller reach only the caller's own:
-	// its inbox, mail it received, its own status and task, its own
-	// decision-log entries.
-	abi.OpMailSend:       {},
-	abi.OpMailListInbox:  {},
-	abi.OpMailRead:       {},
-	abi.OpMailReply:      {},
-	abi.OpAgentGetStatus: {},
-	abi.OpAgentGetTask:   {},
-	abi.OpLogDecision:    {},
-}
-
 // scope checks op for the caller in ctx and returns h, wrapped to filter
 // its answer when op lists things; or the envelope refusing the call.
-func (a *API) scope(ctx context.Context, op string, args json.RawMessage, h handler) (handler, error) {
+func (a *API) scope(ctx context.Context, op string, args json.RawMessage, row opRow) (handler, error) {
+	h := row.run
 	if a.scopes == nil || a.board == nil {
 		return h, nil
 	}
@@ -90,13 +53,7 @@ func (a *API) scope(ctx context.Context, op string, args json.RawMessage, h hand
 	if sc.All {
 		return h, nil
 	}
-	s, known := scoped[op]
-	if !known {
-		// Unreachable while TestScopeCoversEveryOp holds; refuse rather
-		// than serve an operation nobody scoped.
-		return nil, abi.NewEnvelope(abi.CodePermissionDenied, "board operation "+op+" is not scoped for agents with limited scope",
-			askSupervisor(ctx)).WithDetail("op", op)
-	}
+	s := row.scope
 	v := &visibility{api: a, caller: c, scope: sc, op: op, attemptTask: map[string]string{},
 		may: func(tool string) bool { return caller.May(ctx, tool) }}
 	if s.check != nil {
@@ -134,15 +91,6 @@ type visibility struct {
 
 // mayCall reports whether the caller may call tool (see may).
 func (v *visibility) mayCall(tool string) bool { return v.may == nil || v.may(tool) }
-
-// askSupervisor is the hint's way up: mail_send when the caller may send
-// mail, else the operator's setting.
-func askSupervisor(ctx context.Context) string {
-	if caller.May(ctx, "mail_send") {
-		return "ask your supervisor with mail_send"
-	}
-	return "the operator widens an agent's reach in the agents file (scope)"
-}
 
 func (v *visibility) store() Store { return v.api.store() }
 

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/idempotency"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/host/internal/store"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // The idempotency step is exercised with testdata/plugins/nonce: its tool

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // The policy, retry, audit and escalation steps are exercised with

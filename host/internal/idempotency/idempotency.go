@@ -38,7 +38,7 @@ import (
 	"github.com/plugboard/plugboard/abi"
 )
 
-// Outcomes of Store.ClaimRequestAt; host/internal/board/store's Claim* constants
+// Outcomes of Store.ClaimRequestAt; host/internal/store's Claim* constants
 // have the same values.
 const (
 	OutcomeNew        = "new"
@@ -48,7 +48,7 @@ const (
 	OutcomeForeign    = "foreign"
 )
 
-// Store holds idempotency records; *store.Store (host/internal/board/store)
+// Store holds idempotency records; *store.Store (host/internal/store)
 // implements it.
 type Store interface {
 	// ClaimRequestBy atomically looks up (tool, requestID): held by a

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/host/internal/board/store"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // The board store is the Store, and its claim outcomes are ours.

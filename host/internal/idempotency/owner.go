@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/plugboard/plugboard/host/internal/board/procsup"
+	"github.com/plugboard/plugboard/host/internal/procsup"
 )
 
 // A claim's owner names the process holding it: "HOSTNAME PID IDENTITY",

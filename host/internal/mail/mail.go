@@ -7,7 +7,7 @@
 // Every operation acts for the caller the transport authenticated
 // (host/internal/caller); who the agents are — type, supervisor, task and attempt —
 // comes from an agent directory (Agents) the host passes in. The mail rows
-// live in the board's store (host/internal/board/store); this package keeps no state
+// live in the board's store (host/internal/store); this package keeps no state
 // beyond its wiring.
 package mail
 
@@ -24,8 +24,8 @@ import (
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/abi/tasks"
-	"github.com/plugboard/plugboard/host/internal/board/store"
 	"github.com/plugboard/plugboard/host/internal/caller"
+	"github.com/plugboard/plugboard/host/internal/store"
 )
 
 // Human is the recipient id of the human inbox.
@@ -73,7 +73,7 @@ type Notifier interface {
 }
 
 // Store is what a store must offer the mail system: the mail rows
-// (store.Mail) and their mail.sent events. host/internal/board/store
+// (store.Mail) and their mail.sent events. host/internal/store
 // (SQLite) implements it.
 type Store interface {
 	// InsertMail stores m (ID, ThreadID and CreatedAt set) and records its

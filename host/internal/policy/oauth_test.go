@@ -6,24 +6,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/policy"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
-// The README's agents file with an oauth section is one the policy takes,
-// and a faulty section's errors are placed at their keys.
+// The agents file with an oauth section in docs/operators.md ("Behind your
+// identity provider") is one the policy takes, and a faulty section's
+// errors are placed at their keys.
 func TestOAuthSection(t *testing.T) {
-	readme, err := os.ReadFile(buildtest.Root(t) + "/README.md")
+	readme, err := os.ReadFile(buildtest.Root(t) + "/docs/operators.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := regexp.MustCompile("(?s)### Behind your identity provider.*?```json\n(.*?)```").FindSubmatch(readme)
+	block := regexp.MustCompile("(?s)\n## Behind your identity provider.*?```json\n(.*?)```").FindSubmatch(readme)
 	if block == nil {
-		t.Fatal("README has no agents file under \"Behind your identity provider\"")
+		t.Fatal("docs/operators.md has no agents file under \"Behind your identity provider\"")
 	}
-	p, err := policy.Parse("README.md", block[1])
+	p, err := policy.Parse("docs/operators.md", block[1])
 	if err != nil {
-		t.Fatalf("the README's agents file: %v", err)
+		t.Fatalf("the guide's agents file: %v", err)
 	}
 	if o := p.OAuth(); o == nil || o.Issuer != "https://idp.example.com/realms/eng" || o.RoleScopes["SUPERVISOR"] != "plugboard:admin" {
 		t.Fatalf("oauth = %+v", o)

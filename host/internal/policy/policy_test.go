@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/policy"
 	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // upcoming are tools other parts of the multi-agent work add (mail, agent

@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/hostkey"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // testKey is the tests' host key.

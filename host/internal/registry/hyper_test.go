@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestHyperV2 loads a hyper-mcp v2 plugin as hyper-mcp's tooling builds it

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // lockedBuffer is a log the registry's goroutines write while the test

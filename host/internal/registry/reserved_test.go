@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/registry"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestReservedNamesAreTheFirstPartyTools holds the reserved-name table to

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestSettings: the operator's per-plugin settings decide the names a

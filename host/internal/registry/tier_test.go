@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/registry"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestInterpretedFirstCall: the first call to a plugin never compiled is

@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 // toolText calls tool with args and returns the text of the result's first
@@ -72,24 +73,6 @@ func args(kv ...string) string {
 	return string(b)
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestEgress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds plugins")
@@ -100,7 +83,7 @@ func TestEgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &clitest.SyncBuffer{}
 	e, err := runtime.New(ctx, runtime.Config{CacheDir: t.TempDir(), CacheKey: testKey,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

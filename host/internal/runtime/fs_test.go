@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 type filesAnswer struct {

@@ -90,7 +90,7 @@ type LimitSetting struct {
 }
 
 // Settings lists the caps by their plugins.settings names, in the order
-// the README documents them.
+// docs/plugin-authors.md documents them ("Per-plugin settings").
 func (l Limits) Settings() []LimitSetting {
 	return []LimitSetting{
 		{"max_var_bytes", int64(l.MaxVarBytes), "bytes", fmt.Sprintf("Extism vars of one instance: keys and values, %d bytes more per var", entryOverhead)},

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // lockedBuffer is a bytes.Buffer for a logger written from calls.

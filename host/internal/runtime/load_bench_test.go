@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/wasmfile"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // BenchmarkLoad splits a first call with a warm disk cache into its phases

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/runtime"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestEgressStandIn runs the fetch plugin against HTTP stand-ins: a request

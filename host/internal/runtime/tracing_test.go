@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/plugboard/plugboard/abi"
-	"github.com/plugboard/plugboard/build/buildtest"
 	"github.com/plugboard/plugboard/host/internal/runtime"
 	"github.com/plugboard/plugboard/host/internal/tracing"
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // TestHostFunctionSpans: under a recording span, the guest's http_request

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // claudeNormalizer reads Claude Code's `--output-format stream-json
@@ -124,7 +126,7 @@ func (n *claudeNormalizer) line(stream string, line []byte, now time.Time) []Ent
 		if msg == "" {
 			return []Entry{genericError(now, "error", nil)}
 		}
-		return []Entry{newEntry(now, EntryErrorMessage, msg, nil)}
+		return []Entry{newEntry(now, tasks.EntryErrorMessage, msg, nil)}
 	case "stream_event":
 		// Partial-message deltas (--include-partial-messages) repeat what
 		// the complete assistant message says; the profiles never ask for
@@ -133,7 +135,7 @@ func (n *claudeNormalizer) line(stream string, line []byte, now time.Time) []Ent
 	default:
 		meta := map[string]any{"event_type": ev.Type}
 		rawDetail(meta, "event", raw)
-		return []Entry{newEntry(now, EntrySystemMessage, "Event: "+ev.Type, meta)}
+		return []Entry{newEntry(now, tasks.EntrySystemMessage, "Event: "+ev.Type, meta)}
 	}
 }
 
@@ -154,7 +156,7 @@ func (n *claudeNormalizer) system(ev claudeEvent, raw []byte, now time.Time) Ent
 		if ev.Model != "" {
 			content += " (model " + ev.Model + ")"
 		}
-		return newEntry(now, EntrySystemMessage, content, meta)
+		return newEntry(now, tasks.EntrySystemMessage, content, meta)
 	case "api_retry":
 		return n.apiRetry(ev, meta, now)
 	default:
@@ -163,7 +165,7 @@ func (n *claudeNormalizer) system(ev claudeEvent, raw []byte, now time.Time) Ent
 		if sub == "" {
 			sub = "event"
 		}
-		return newEntry(now, EntrySystemMessage, "System: "+sub, meta)
+		return newEntry(now, tasks.EntrySystemMessage, "System: "+sub, meta)
 	}
 }
 
@@ -175,9 +177,9 @@ func (n *claudeNormalizer) message(ev claudeEvent, now time.Time) (_ []Entry, ok
 	if json.Unmarshal(ev.Message, &msg) != nil {
 		return nil, false
 	}
-	textType := EntryAssistantMessage
+	textType := tasks.EntryAssistantMessage
 	if ev.Type == "user" {
-		textType = EntryUserMessage
+		textType = tasks.EntryUserMessage
 	}
 	apiError := ""
 	if ev.Type == "assistant" {
@@ -189,7 +191,7 @@ func (n *claudeNormalizer) message(ev claudeEvent, now time.Time) (_ []Entry, ok
 	if apiError != "" {
 		// The CLI's own words about a failed call, dressed as the
 		// model's: an error, and never the run's summary.
-		textType = EntryErrorMessage
+		textType = tasks.EntryErrorMessage
 	}
 	withParent := func(meta map[string]any) map[string]any {
 		if apiError != "" {
@@ -238,20 +240,20 @@ func (n *claudeNormalizer) message(ev claudeEvent, now time.Time) (_ []Entry, ok
 			if strings.TrimSpace(b.Thinking) == "" {
 				continue
 			}
-			out = append(out, newEntry(now, EntryThinking, b.Thinking, withParent(nil)))
+			out = append(out, newEntry(now, tasks.EntryThinking, b.Thinking, withParent(nil)))
 		case "redacted_thinking":
-			out = append(out, newEntry(now, EntryThinking, "[redacted thinking]", withParent(map[string]any{"redacted": true})))
+			out = append(out, newEntry(now, tasks.EntryThinking, "[redacted thinking]", withParent(map[string]any{"redacted": true})))
 		case "tool_use", "server_tool_use", "mcp_tool_use":
 			n.tools.add(b.ID, b.Name)
 			meta := map[string]any{"tool_name": b.Name, "tool_use_id": b.ID, "status": "started"}
 			rawDetail(meta, "input", b.Input)
-			out = append(out, newEntry(now, EntryToolUse, toolSummary(b.Name, b.Input), withParent(meta)))
+			out = append(out, newEntry(now, tasks.EntryToolUse, toolSummary(b.Name, b.Input), withParent(meta)))
 		case "tool_result", "mcp_tool_result", "web_search_tool_result":
 			out = append(out, n.toolResult(b, now, withParent))
 		default:
 			meta := map[string]any{"block_type": b.Type}
 			rawDetail(meta, "block", rb)
-			out = append(out, newEntry(now, EntrySystemMessage, "Unsupported content block: "+b.Type, withParent(meta)))
+			out = append(out, newEntry(now, tasks.EntrySystemMessage, "Unsupported content block: "+b.Type, withParent(meta)))
 		}
 	}
 	return out, true
@@ -260,7 +262,7 @@ func (n *claudeNormalizer) message(ev claudeEvent, now time.Time) (_ []Entry, ok
 func (n *claudeNormalizer) noteText(typ, text string, ev claudeEvent) {
 	// A subagent's last words are not the run's; only the main agent's
 	// text can become the summary.
-	if typ == EntryAssistantMessage && (ev.ParentToolUseID == nil || *ev.ParentToolUseID == "") {
+	if typ == tasks.EntryAssistantMessage && (ev.ParentToolUseID == nil || *ev.ParentToolUseID == "") {
 		n.lastText = cutUTF8(text, MaxContentBytes)
 	}
 }
@@ -284,7 +286,7 @@ func (n *claudeNormalizer) toolResult(b claudeBlock, now time.Time, withParent f
 	if first := oneLine(out); first != "" {
 		content += ": " + first
 	}
-	return newEntry(now, EntryToolUse, content, withParent(meta))
+	return newEntry(now, tasks.EntryToolUse, content, withParent(meta))
 }
 
 func (n *claudeNormalizer) resultEntry(ev claudeEvent, now time.Time) Entry {
@@ -319,7 +321,7 @@ func (n *claudeNormalizer) resultEntry(ev claudeEvent, now time.Time) Entry {
 			}
 		}
 		if msg != "" {
-			return newEntry(now, EntryErrorMessage, msg, meta)
+			return newEntry(now, tasks.EntryErrorMessage, msg, meta)
 		}
 		content := ev.Subtype
 		if content == "" || content == "success" { // is_error on a "success" says nothing by its subtype
@@ -344,7 +346,7 @@ func (n *claudeNormalizer) resultEntry(ev claudeEvent, now time.Time) Entry {
 	if len(parts) > 0 {
 		content += " (" + strings.Join(parts, ", ") + ")"
 	}
-	return newEntry(now, EntrySystemMessage, content, meta)
+	return newEntry(now, tasks.EntrySystemMessage, content, meta)
 }
 
 // cursorToolCall reads Cursor Agent's tool_call events, whose payload is one
@@ -378,7 +380,7 @@ func (n *claudeNormalizer) cursorToolCall(ev claudeEvent, now time.Time) (_ []En
 		n.tools.add(ev.CallID, name)
 		meta := map[string]any{"tool_name": name, "tool_use_id": ev.CallID, "status": "started"}
 		rawDetail(meta, "input", args)
-		return []Entry{newEntry(now, EntryToolUse, toolSummary(name, args), meta)}, true
+		return []Entry{newEntry(now, tasks.EntryToolUse, toolSummary(name, args), meta)}, true
 	case "completed":
 		n.tools.take(ev.CallID)
 		meta := map[string]any{"tool_name": name, "tool_use_id": ev.CallID, "status": "success"}
@@ -392,7 +394,7 @@ func (n *claudeNormalizer) cursorToolCall(ev claudeEvent, now time.Time) (_ []En
 			}
 		}
 		rawDetail(meta, "result", body.Result)
-		return []Entry{newEntry(now, EntryToolUse, name+" "+verb, meta)}, true
+		return []Entry{newEntry(now, tasks.EntryToolUse, name+" "+verb, meta)}, true
 	default:
 		return nil, false
 	}

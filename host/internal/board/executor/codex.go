@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // codexNormalizer reads the JSONL events of `codex exec --json`, whose
@@ -108,7 +110,7 @@ func (n *codexNormalizer) line(stream string, line []byte, now time.Time) []Entr
 		if n.threadID == "" {
 			n.threadID = ev.ThreadID
 		}
-		return []Entry{newEntry(now, EntrySystemMessage, "Thread started", map[string]any{"thread_id": ev.ThreadID})}
+		return []Entry{newEntry(now, tasks.EntrySystemMessage, "Thread started", map[string]any{"thread_id": ev.ThreadID})}
 	case "turn.started", "item.updated", "item.plan.delta":
 		// Progress of something a later event reports whole.
 		return nil
@@ -119,11 +121,11 @@ func (n *codexNormalizer) line(stream string, line []byte, now time.Time) []Entr
 			meta["input_tokens"], meta["cached_input_tokens"], meta["output_tokens"] = u.InputTokens, u.CachedInputTokens, u.OutputTokens
 			content += fmt.Sprintf(" (%d input, %d cached, %d output tokens)", u.InputTokens, u.CachedInputTokens, u.OutputTokens)
 		}
-		return []Entry{newEntry(now, EntrySystemMessage, content, meta)}
+		return []Entry{newEntry(now, tasks.EntrySystemMessage, content, meta)}
 	case "turn.failed":
 		meta := map[string]any{"event_type": ev.Type}
 		if msg := errorText(ev.Error); msg != "" {
-			return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
+			return []Entry{newEntry(now, tasks.EntryErrorMessage, msg, meta)}
 		}
 		return []Entry{genericError(now, "turn failed", meta)}
 	case "error":
@@ -138,7 +140,7 @@ func (n *codexNormalizer) line(stream string, line []byte, now time.Time) []Entr
 		case isWarningText(msg): // "Reconnecting... 2/5 (…)"
 			return []Entry{warningEntry(now, msg, meta)}
 		default:
-			return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
+			return []Entry{newEntry(now, tasks.EntryErrorMessage, msg, meta)}
 		}
 	case "item.started", "item.completed":
 		var it codexItem
@@ -154,7 +156,7 @@ func (n *codexNormalizer) line(stream string, line []byte, now time.Time) []Entr
 	default:
 		meta := map[string]any{"event_type": ev.Type}
 		rawDetail(meta, "event", raw)
-		return []Entry{newEntry(now, EntrySystemMessage, "Event: "+ev.Type, meta)}
+		return []Entry{newEntry(now, tasks.EntrySystemMessage, "Event: "+ev.Type, meta)}
 	}
 }
 
@@ -190,12 +192,12 @@ func (n *codexNormalizer) item(it codexItem, raw []byte, now time.Time) []Entry 
 			return nil
 		}
 		n.lastMessage = cutUTF8(it.Text, MaxContentBytes)
-		return []Entry{newEntry(now, EntryAssistantMessage, it.Text, meta)}
+		return []Entry{newEntry(now, tasks.EntryAssistantMessage, it.Text, meta)}
 	case "reasoning":
 		if strings.TrimSpace(it.Text) == "" {
 			return nil
 		}
-		return []Entry{newEntry(now, EntryThinking, it.Text, meta)}
+		return []Entry{newEntry(now, tasks.EntryThinking, it.Text, meta)}
 	case "error":
 		msg := it.Message
 		if msg == "" {
@@ -207,13 +209,13 @@ func (n *codexNormalizer) item(it codexItem, raw []byte, now time.Time) []Entry 
 		case isWarningText(msg): // "Falling back from WebSockets to HTTPS transport. …"
 			return []Entry{warningEntry(now, msg, meta)}
 		default:
-			return []Entry{newEntry(now, EntryErrorMessage, msg, meta)}
+			return []Entry{newEntry(now, tasks.EntryErrorMessage, msg, meta)}
 		}
 	case "command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list", "collab_tool_call":
 		return []Entry{n.toolEntry(it, raw, meta, now)}
 	default:
 		rawDetail(meta, "event", raw)
-		return []Entry{newEntry(now, EntrySystemMessage, "Item: "+it.kind(), meta)}
+		return []Entry{newEntry(now, tasks.EntrySystemMessage, "Item: "+it.kind(), meta)}
 	}
 }
 
@@ -269,7 +271,7 @@ func (n *codexNormalizer) toolEntry(it codexItem, raw []byte, meta map[string]an
 		rawDetail(meta, "event", raw)
 		content = "Tool: " + it.kind()
 	}
-	return newEntry(now, EntryToolUse, content, meta)
+	return newEntry(now, tasks.EntryToolUse, content, meta)
 }
 
 // itemsOf digs the todo items out of an item.completed line.

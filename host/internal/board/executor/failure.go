@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // A warning is a system message whose Metadata["level"] is "warning": a
@@ -19,7 +21,7 @@ const (
 // IsWarning says whether e is a warning: a system message with
 // Metadata["level"] = "warning".
 func IsWarning(e Entry) bool {
-	if e.EntryType != EntrySystemMessage {
+	if e.EntryType != tasks.EntrySystemMessage {
 		return false
 	}
 	level, _ := e.Metadata[metaLevel].(string)
@@ -32,7 +34,7 @@ func warningEntry(now time.Time, content string, meta map[string]any) Entry {
 		meta = map[string]any{}
 	}
 	meta[metaLevel] = levelWarning
-	return newEntry(now, EntrySystemMessage, content, meta)
+	return newEntry(now, tasks.EntrySystemMessage, content, meta)
 }
 
 // standingNotice matches the notices a CLI prints on every run, whatever
@@ -64,7 +66,7 @@ type failureNotes struct {
 func (f *failureNotes) note(entries []Entry) {
 	for _, e := range entries {
 		switch {
-		case e.EntryType == EntryErrorMessage:
+		case e.EntryType == tasks.EntryErrorMessage:
 			if _, generic := e.Metadata[metaGeneric]; generic {
 				delete(e.Metadata, metaGeneric)
 				if f.err == "" {
@@ -103,7 +105,7 @@ func genericError(now time.Time, content string, meta map[string]any) Entry {
 		meta = map[string]any{}
 	}
 	meta[metaGeneric] = true
-	return newEntry(now, EntryErrorMessage, content, meta)
+	return newEntry(now, tasks.EntryErrorMessage, content, meta)
 }
 
 // reasonText is the first non-blank line of s, trimmed, cut to

@@ -3,6 +3,8 @@ package executor
 import (
 	"testing"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // TestStandingNoticesAreNoReason: the notices a CLI prints on every run
@@ -17,12 +19,12 @@ func TestStandingNoticesAreNoReason(t *testing.T) {
 			"Ripgrep not available: spawn rg EACCES. Falling back to built-in grep.",
 			"Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience.",
 		} {
-			n.Line(StreamStderr, []byte(line), now)
+			n.Line(tasks.StreamStderr, []byte(line), now)
 		}
 		if r := n.FailureReason(); r != "" {
 			t.Errorf("%s: FailureReason = %q from standing notices only", format, r)
 		}
-		n.Line(StreamStderr, []byte("Attempt 2 failed. Retrying with backoff... Error: fetch failed"), now)
+		n.Line(tasks.StreamStderr, []byte("Attempt 2 failed. Retrying with backoff... Error: fetch failed"), now)
 		if r := n.FailureReason(); r != "Attempt 2 failed. Retrying with backoff... Error: fetch failed" {
 			t.Errorf("%s: FailureReason = %q after a retry notice", format, r)
 		}

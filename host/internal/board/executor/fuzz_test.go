@@ -3,6 +3,7 @@ package executor_test
 import (
 	"testing"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 )
 
@@ -39,15 +40,15 @@ func FuzzNormalizers(f *testing.F) {
 	}
 	formats := []string{executor.FormatClaudeStreamJSON, executor.FormatCodexJSON, executor.FormatGeminiStreamJSON, executor.FormatOpenCodeJSON, executor.FormatLines}
 	f.Fuzz(func(t *testing.T, line []byte, stderr bool) {
-		stream := executor.StreamStdout
+		stream := tasks.StreamStdout
 		if stderr {
-			stream = executor.StreamStderr
+			stream = tasks.StreamStderr
 		}
 		for _, format := range formats {
 			n := executor.NewNormalizer(format)
 			var got []executor.Entry
 			got = append(got, n.Line(stream, line, now)...)
-			got = append(got, n.Line(executor.StreamStdout, []byte(`{"type":"system","subtype":"init","session_id":"s"}`), now)...)
+			got = append(got, n.Line(tasks.StreamStdout, []byte(`{"type":"system","subtype":"init","session_id":"s"}`), now)...)
 			got = append(got, n.Line(stream, line, now)...)
 			got = append(got, n.Finish(now)...)
 			checkEntries(t, got)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // geminiNormalizer reads Gemini CLI's `--output-format stream-json` events,
@@ -74,7 +76,7 @@ func (n *geminiNormalizer) Line(stream string, line []byte, now time.Time) []Ent
 func (n *geminiNormalizer) line(stream string, line []byte, now time.Time) []Entry {
 	var ev geminiEvent
 	if _, kept, ok := decodeEvent(stream, line, now, &ev); !ok {
-		if stream != StreamStderr && kept != nil {
+		if stream != tasks.StreamStderr && kept != nil {
 			// A line that is not an event ends a streamed reply.
 			return append(n.flush(now), kept...)
 		}
@@ -97,7 +99,7 @@ func (n *geminiNormalizer) line(stream string, line []byte, now time.Time) []Ent
 		if ev.Model != "" {
 			content += " (model " + ev.Model + ")"
 		}
-		return append(out, newEntry(now, EntrySystemMessage, content, meta))
+		return append(out, newEntry(now, tasks.EntrySystemMessage, content, meta))
 	case "message":
 		msg := textOf(ev.Content)
 		if strings.TrimSpace(msg) == "" {
@@ -105,18 +107,18 @@ func (n *geminiNormalizer) line(stream string, line []byte, now time.Time) []Ent
 		}
 		switch ev.Role {
 		case "user":
-			return append(out, newEntry(now, EntryUserMessage, msg, nil))
+			return append(out, newEntry(now, tasks.EntryUserMessage, msg, nil))
 		case "assistant":
 			n.last = cutUTF8(msg, MaxContentBytes)
-			return append(out, newEntry(now, EntryAssistantMessage, msg, nil))
+			return append(out, newEntry(now, tasks.EntryAssistantMessage, msg, nil))
 		default:
-			return append(out, newEntry(now, EntrySystemMessage, msg, map[string]any{"role": ev.Role}))
+			return append(out, newEntry(now, tasks.EntrySystemMessage, msg, map[string]any{"role": ev.Role}))
 		}
 	case "tool_use":
 		n.tools.add(ev.ToolID, ev.ToolName)
 		meta := map[string]any{"tool_name": ev.ToolName, "tool_use_id": ev.ToolID, "status": "started"}
 		rawDetail(meta, "input", ev.Parameters)
-		return append(out, newEntry(now, EntryToolUse, toolSummary(ev.ToolName, ev.Parameters), meta))
+		return append(out, newEntry(now, tasks.EntryToolUse, toolSummary(ev.ToolName, ev.Parameters), meta))
 	case "tool_result":
 		return append(out, n.toolResult(ev, now))
 	case "error":
@@ -131,14 +133,14 @@ func (n *geminiNormalizer) line(stream string, line []byte, now time.Time) []Ent
 		case msg == "":
 			return append(out, genericError(now, "error", meta))
 		default:
-			return append(out, newEntry(now, EntryErrorMessage, msg, meta))
+			return append(out, newEntry(now, tasks.EntryErrorMessage, msg, meta))
 		}
 	case "result":
 		return append(out, n.result(ev, now))
 	default:
 		meta := map[string]any{"event_type": ev.Type}
 		rawDetail(meta, "event", raw)
-		return append(out, newEntry(now, EntrySystemMessage, "Event: "+ev.Type, meta))
+		return append(out, newEntry(now, tasks.EntrySystemMessage, "Event: "+ev.Type, meta))
 	}
 }
 
@@ -155,7 +157,7 @@ func (n *geminiNormalizer) delta(s string, now time.Time) []Entry {
 	}
 	if len(s) >= MaxContentBytes {
 		n.last = cutUTF8(s, MaxContentBytes)
-		return append(out, newEntry(now, EntryAssistantMessage, s, nil))
+		return append(out, newEntry(now, tasks.EntryAssistantMessage, s, nil))
 	}
 	n.reply.WriteString(s)
 	return out
@@ -172,7 +174,7 @@ func (n *geminiNormalizer) flush(now time.Time) []Entry {
 		return nil
 	}
 	n.last = text
-	return []Entry{newEntry(now, EntryAssistantMessage, text, nil)}
+	return []Entry{newEntry(now, tasks.EntryAssistantMessage, text, nil)}
 }
 
 func (n *geminiNormalizer) toolResult(ev geminiEvent, now time.Time) Entry {
@@ -203,7 +205,7 @@ func (n *geminiNormalizer) toolResult(ev geminiEvent, now time.Time) Entry {
 	if first != "" {
 		content += ": " + first
 	}
-	return newEntry(now, EntryToolUse, content, meta)
+	return newEntry(now, tasks.EntryToolUse, content, meta)
 }
 
 func (n *geminiNormalizer) result(ev geminiEvent, now time.Time) Entry {
@@ -238,7 +240,7 @@ func (n *geminiNormalizer) result(ev geminiEvent, now time.Time) Entry {
 		if len(parts) > 0 {
 			content += " (" + strings.Join(parts, ", ") + ")"
 		}
-		return newEntry(now, EntrySystemMessage, content, meta)
+		return newEntry(now, tasks.EntrySystemMessage, content, meta)
 	case "error":
 		var e struct {
 			Type string `json:"type"`
@@ -247,7 +249,7 @@ func (n *geminiNormalizer) result(ev geminiEvent, now time.Time) Entry {
 			meta["error_type"] = e.Type
 		}
 		if msg := strings.TrimSpace(errorText(ev.Error)); msg != "" {
-			return newEntry(now, EntryErrorMessage, msg, meta)
+			return newEntry(now, tasks.EntryErrorMessage, msg, meta)
 		}
 		// The reason, if any, was an error event just before.
 		return genericError(now, "Run failed", meta)
@@ -256,7 +258,7 @@ func (n *geminiNormalizer) result(ev geminiEvent, now time.Time) Entry {
 		if status == "" {
 			status = "unknown"
 		}
-		return newEntry(now, EntrySystemMessage, "Run finished: "+status, meta)
+		return newEntry(now, tasks.EntrySystemMessage, "Run finished: "+status, meta)
 	}
 }
 

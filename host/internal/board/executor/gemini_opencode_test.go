@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 )
 
@@ -13,15 +14,15 @@ func TestGeminiStream(t *testing.T) {
 	got, n := run(t, executor.FormatGeminiStreamJSON, "gemini_stream.jsonl")
 	expectKinds(t, got, []want{
 		{sys, "Session started (model gemini-2.5-pro)"},
-		{executor.EntryUserMessage, "How many Go files are there?"},
+		{tasks.EntryUserMessage, "How many Go files are there?"},
 		// Two deltas, one entry, logged when the tool call shows the reply is over.
-		{executor.EntryAssistantMessage, "I'll list the Go files first."},
-		{executor.EntryToolUse, "run_shell_command: ls *.go"},
-		{executor.EntryToolUse, "run_shell_command result: a.go …"},
-		{executor.EntryToolUse, "read_file: c.go"},
-		{executor.EntryToolUse, "read_file error: File not found: /w/c.go"},
+		{tasks.EntryAssistantMessage, "I'll list the Go files first."},
+		{tasks.EntryToolUse, "run_shell_command: ls *.go"},
+		{tasks.EntryToolUse, "run_shell_command result: a.go …"},
+		{tasks.EntryToolUse, "read_file: c.go"},
+		{tasks.EntryToolUse, "read_file error: File not found: /w/c.go"},
 		{warn, "Loop detected, stopping execution"},
-		{executor.EntryAssistantMessage, "There are 2 Go files: a.go and b.go."},
+		{tasks.EntryAssistantMessage, "There are 2 Go files: a.go and b.go."},
 		{sys, "Run finished: success (1530 tokens, 3.20s, 2 tool calls)"},
 	})
 	if id := n.AgentSessionID(); id != "5b1c0d2e-7f3a-4e8b-9c6d-0a1b2c3d4e5f" {
@@ -76,7 +77,7 @@ func TestGeminiDeltasFlush(t *testing.T) {
 	}
 	got = append(got, n.Finish(now)...)
 	checkEntries(t, got)
-	expectKinds(t, got, []want{{warn, "YOLO mode"}, {executor.EntryAssistantMessage, "Hello!"}})
+	expectKinds(t, got, []want{{warn, "YOLO mode"}, {tasks.EntryAssistantMessage, "Hello!"}})
 	if again := n.Finish(now); len(again) != 0 {
 		t.Errorf("second Finish = %v", again)
 	}
@@ -99,9 +100,9 @@ func TestGeminiDeltasFlush(t *testing.T) {
 	}
 	checkEntries(t, got)
 	expectKinds(t, got, []want{
-		{executor.EntryAssistantMessage, "part"},
+		{tasks.EntryAssistantMessage, "part"},
 		{sys, "not json"},
-		{executor.EntryAssistantMessage, "whole"},
+		{tasks.EntryAssistantMessage, "whole"},
 		{errm, "Maximum session turns exceeded"},
 		{errm, "Reached max session turns for this session."},
 	})
@@ -129,7 +130,7 @@ func TestGeminiLongReply(t *testing.T) {
 	checkEntries(t, got)
 	total := 0
 	for _, e := range got {
-		if e.EntryType != executor.EntryAssistantMessage {
+		if e.EntryType != tasks.EntryAssistantMessage {
 			t.Errorf("entry %s", e.EntryType)
 		}
 		total += len(e.Content)
@@ -145,11 +146,11 @@ func TestGeminiLongReply(t *testing.T) {
 func TestOpenCodeStream(t *testing.T) {
 	got, n := run(t, executor.FormatOpenCodeJSON, "opencode_stream.jsonl")
 	expectKinds(t, got, []want{
-		{executor.EntryThinking, "The user wants to know how many Go files there are."},
-		{executor.EntryToolUse, "bash: ls *.go"},
-		{executor.EntryToolUse, "read: /w/c.go (error: File not found: /w/c.go)"},
+		{tasks.EntryThinking, "The user wants to know how many Go files there are."},
+		{tasks.EntryToolUse, "bash: ls *.go"},
+		{tasks.EntryToolUse, "read: /w/c.go (error: File not found: /w/c.go)"},
 		{sys, "Step finished: tool-calls (237 input, 39 output, 67 reasoning, 7936 cached tokens, $0.0000)"},
-		{executor.EntryAssistantMessage, "There are 2 Go files: a.go and b.go."},
+		{tasks.EntryAssistantMessage, "There are 2 Go files: a.go and b.go."},
 		{sys, "Step finished: stop (609 input, 1 output, 9 reasoning, 7936 cached tokens, $0.0012)"},
 	})
 	if id := n.AgentSessionID(); id != "ses_1f2e3d4c5b6aAbCdEfGhIjKlMn" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // linesNormalizer records each non-empty stdout line as it was printed, as
@@ -32,7 +34,7 @@ func (n *linesNormalizer) Line(stream string, line []byte, now time.Time) []Entr
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}
-	if stream != StreamStderr {
+	if stream != tasks.StreamStderr {
 		n.last = cutUTF8(text, MaxContentBytes)
 		if n.sessionID == "" {
 			n.sessionID = sessionIDOf(line)

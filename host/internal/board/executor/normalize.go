@@ -8,22 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-)
 
-// Entry types a normaliser produces.
-const (
-	EntryUserMessage      = "user_message"
-	EntryAssistantMessage = "assistant_message"
-	EntryToolUse          = "tool_use"
-	EntryThinking         = "thinking"
-	EntrySystemMessage    = "system_message"
-	EntryErrorMessage     = "error_message"
-)
-
-// Streams a normaliser is fed from.
-const (
-	StreamStdout = "stdout"
-	StreamStderr = "stderr"
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // Bounds on what one entry may hold, so an agent that prints a huge file or
@@ -45,7 +31,7 @@ const (
 // Entry is one normalised log entry.
 type Entry struct {
 	Timestamp string         `json:"timestamp"`  // RFC3339Nano UTC
-	EntryType string         `json:"entry_type"` // one of the Entry* constants
+	EntryType string         `json:"entry_type"` // one of the tasks.Entry* constants (abi/tasks)
 	Content   string         `json:"content"`
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }
@@ -166,10 +152,10 @@ func plainText(line []byte) string {
 // (an error, a warning, a log line by its level, or nothing for a stack
 // frame).
 func rawLineEntries(stream string, text string, now time.Time) []Entry {
-	if stream == StreamStderr {
+	if stream == tasks.StreamStderr {
 		return stderrEntries(text, now)
 	}
-	return []Entry{newEntry(now, EntrySystemMessage, text, map[string]any{"stream": stream})}
+	return []Entry{newEntry(now, tasks.EntrySystemMessage, text, map[string]any{"stream": stream})}
 }
 
 // oneLine is the first line of s, trimmed and cut to maxSummaryRunes, with
@@ -315,7 +301,7 @@ func decodeEvent(stream string, line []byte, now time.Time, ev event) (text stri
 	if strings.TrimSpace(text) == "" {
 		return text, nil, false
 	}
-	if stream == StreamStderr {
+	if stream == tasks.StreamStderr {
 		return text, rawLineEntries(stream, text, now), false
 	}
 	raw := bytes.TrimSpace(line)

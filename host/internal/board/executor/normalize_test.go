@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 )
 
@@ -38,7 +39,7 @@ func run(t *testing.T, format, fixture string) ([]executor.Entry, executor.Norma
 	n := executor.NewNormalizer(format)
 	var out []executor.Entry
 	for _, l := range fixtureLines(t, fixture) {
-		out = append(out, n.Line(executor.StreamStdout, l, now)...)
+		out = append(out, n.Line(tasks.StreamStdout, l, now)...)
 	}
 	out = append(out, n.Finish(now)...)
 	checkEntries(t, out)
@@ -68,8 +69,8 @@ var allFormats = []string{
 }
 
 var entryTypes = map[string]bool{
-	executor.EntryUserMessage: true, executor.EntryAssistantMessage: true, executor.EntryToolUse: true,
-	executor.EntryThinking: true, executor.EntrySystemMessage: true, executor.EntryErrorMessage: true,
+	tasks.EntryUserMessage: true, tasks.EntryAssistantMessage: true, tasks.EntryToolUse: true,
+	tasks.EntryThinking: true, tasks.EntrySystemMessage: true, tasks.EntryErrorMessage: true,
 }
 
 // checkEntries holds every entry to what the board relies on: a known type,
@@ -101,7 +102,7 @@ func checkEntries(t testing.TB, entries []executor.Entry) {
 				t.Errorf("internal metadata key %q leaked", k)
 			}
 		}
-		if level, ok := e.Metadata["level"]; ok && level == "warning" && e.EntryType != executor.EntrySystemMessage {
+		if level, ok := e.Metadata["level"]; ok && level == "warning" && e.EntryType != tasks.EntrySystemMessage {
 			t.Errorf("a %s entry marked as a warning", e.EntryType)
 		}
 	}
@@ -119,12 +120,12 @@ func checkReason(t testing.TB, r string) {
 func TestClaudeStream(t *testing.T) {
 	got, n := run(t, executor.FormatClaudeStreamJSON, "claude_stream.jsonl")
 	expectSequence(t, got, []want{
-		{executor.EntrySystemMessage, "Session started (model claude-opus-4-5-20251101)"},
-		{executor.EntryThinking, "The user wants the files in the current directory."},
-		{executor.EntryToolUse, "Bash: ls -la"},
-		{executor.EntryToolUse, "Bash result: total 1976 …"},
-		{executor.EntryAssistantMessage, "Here are the files in the current directory."},
-		{executor.EntrySystemMessage, "Run finished: success (2 turns, 8.72s, $0.2472)"},
+		{tasks.EntrySystemMessage, "Session started (model claude-opus-4-5-20251101)"},
+		{tasks.EntryThinking, "The user wants the files in the current directory."},
+		{tasks.EntryToolUse, "Bash: ls -la"},
+		{tasks.EntryToolUse, "Bash result: total 1976 …"},
+		{tasks.EntryAssistantMessage, "Here are the files in the current directory."},
+		{tasks.EntrySystemMessage, "Run finished: success (2 turns, 8.72s, $0.2472)"},
 	})
 	if id := n.AgentSessionID(); id != "40e7b02d-c0f9-4876-9010-f514d4eb0603" {
 		t.Errorf("AgentSessionID = %q", id)
@@ -157,9 +158,9 @@ func TestClaudeStream(t *testing.T) {
 func TestClaudeErrorResult(t *testing.T) {
 	got, n := run(t, executor.FormatClaudeStreamJSON, "claude_error.jsonl")
 	expectSequence(t, got, []want{
-		{executor.EntrySystemMessage, "Session started"},
+		{tasks.EntrySystemMessage, "Session started"},
 		// The subtype stays in the metadata; the content is the CLI's words.
-		{executor.EntryErrorMessage, "Reached maximum number of turns (40)"},
+		{tasks.EntryErrorMessage, "Reached maximum number of turns (40)"},
 	})
 	if id := n.AgentSessionID(); id != "1d1e46f9-35c7-4834-b529-846d5bb82288" {
 		t.Errorf("AgentSessionID = %q", id)
@@ -180,10 +181,10 @@ func TestClaudeErrorResult(t *testing.T) {
 func TestAmpStreamThroughClaudeNormalizer(t *testing.T) {
 	got, n := run(t, executor.FormatClaudeStreamJSON, "amp_stream.jsonl")
 	expectSequence(t, got, []want{
-		{executor.EntrySystemMessage, "Session started"},
-		{executor.EntryUserMessage, "what is 2+2?"},
-		{executor.EntryAssistantMessage, "2 + 2 equals 4."},
-		{executor.EntrySystemMessage, "Run finished: success (1 turn, 2.91s)"},
+		{tasks.EntrySystemMessage, "Session started"},
+		{tasks.EntryUserMessage, "what is 2+2?"},
+		{tasks.EntryAssistantMessage, "2 + 2 equals 4."},
+		{tasks.EntrySystemMessage, "Run finished: success (1 turn, 2.91s)"},
 	})
 	if id := n.AgentSessionID(); id != "T-2775dc92-90ed-4f85-8b73-8f9766029e83" {
 		t.Errorf("AgentSessionID = %q", id)
@@ -196,12 +197,12 @@ func TestAmpStreamThroughClaudeNormalizer(t *testing.T) {
 func TestCodexExec(t *testing.T) {
 	got, n := run(t, executor.FormatCodexJSON, "codex_exec.jsonl")
 	expectSequence(t, got, []want{
-		{executor.EntrySystemMessage, "Thread started"},
-		{executor.EntryThinking, "**Searching for README files**"},
-		{executor.EntryToolUse, "Shell: bash -lc ls"},
-		{executor.EntryThinking, "**Checking repository root for README**"},
-		{executor.EntryAssistantMessage, "Yep — there’s a `README.md`"},
-		{executor.EntrySystemMessage, "Turn completed (24763 input, 24448 cached, 122 output tokens)"},
+		{tasks.EntrySystemMessage, "Thread started"},
+		{tasks.EntryThinking, "**Searching for README files**"},
+		{tasks.EntryToolUse, "Shell: bash -lc ls"},
+		{tasks.EntryThinking, "**Checking repository root for README**"},
+		{tasks.EntryAssistantMessage, "Yep — there’s a `README.md`"},
+		{tasks.EntrySystemMessage, "Turn completed (24763 input, 24448 cached, 122 output tokens)"},
 	})
 	if id := n.AgentSessionID(); id != "0199a213-81c0-7800-8aa1-bbab2a035a53" {
 		t.Errorf("AgentSessionID = %q", id)
@@ -223,12 +224,12 @@ func TestCodexExec(t *testing.T) {
 func TestCodexFailedTurn(t *testing.T) {
 	got, n := run(t, executor.FormatCodexJSON, "codex_error.jsonl")
 	expectSequence(t, got, []want{
-		{executor.EntrySystemMessage, "Thread started"},
-		{executor.EntryErrorMessage, "command timed out after 10000 ms"},
-		{executor.EntryErrorMessage, "Selected model is at capacity."},
-		{executor.EntryErrorMessage, "Selected model is at capacity."},
+		{tasks.EntrySystemMessage, "Thread started"},
+		{tasks.EntryErrorMessage, "command timed out after 10000 ms"},
+		{tasks.EntryErrorMessage, "Selected model is at capacity."},
+		{tasks.EntryErrorMessage, "Selected model is at capacity."},
 		// Finish reports the command that started and never completed.
-		{executor.EntryToolUse, "Shell: bash -lc 'go test ./...' (no result"},
+		{tasks.EntryToolUse, "Shell: bash -lc 'go test ./...' (no result"},
 	})
 	if len(got) == 5 && got[4].Metadata["status"] != "incomplete" {
 		t.Errorf("unfinished command metadata = %v", got[4].Metadata)
@@ -261,13 +262,13 @@ func TestCodexItemKinds(t *testing.T) {
 	}
 	checkEntries(t, got)
 	expectSequence(t, got, []want{
-		{executor.EntryToolUse, "Edit: update a.go, add b.go"},
-		{executor.EntryToolUse, "MCP board.move: card-7"},
-		{executor.EntryToolUse, "WebSearch: go 1.26 release notes"},
-		{executor.EntryToolUse, "Todo: 1/2 done"},
-		{executor.EntryToolUse, "Shell: false (exit 1)"},
-		{executor.EntryAssistantMessage, "older field name"},
-		{executor.EntrySystemMessage, "Event: something.new"},
+		{tasks.EntryToolUse, "Edit: update a.go, add b.go"},
+		{tasks.EntryToolUse, "MCP board.move: card-7"},
+		{tasks.EntryToolUse, "WebSearch: go 1.26 release notes"},
+		{tasks.EntryToolUse, "Todo: 1/2 done"},
+		{tasks.EntryToolUse, "Shell: false (exit 1)"},
+		{tasks.EntryAssistantMessage, "older field name"},
+		{tasks.EntrySystemMessage, "Event: something.new"},
 	})
 	if len(got) == 7 && got[4].Metadata["status"] != "error" {
 		t.Errorf("failed command status = %v", got[4].Metadata["status"])
@@ -290,12 +291,12 @@ func TestCursorToolCalls(t *testing.T) {
 	}
 	checkEntries(t, got)
 	expectSequence(t, got, []want{
-		{executor.EntrySystemMessage, "Session started (model gpt-5)"},
-		{executor.EntryToolUse, "read: a.ts"},
-		{executor.EntryToolUse, "read result"},
-		{executor.EntryToolUse, "shell error"},
-		{executor.EntryAssistantMessage, "Findings: none"},
-		{executor.EntrySystemMessage, "Run finished: success (1.23s)"},
+		{tasks.EntrySystemMessage, "Session started (model gpt-5)"},
+		{tasks.EntryToolUse, "read: a.ts"},
+		{tasks.EntryToolUse, "read result"},
+		{tasks.EntryToolUse, "shell error"},
+		{tasks.EntryAssistantMessage, "Findings: none"},
+		{tasks.EntrySystemMessage, "Run finished: success (1.23s)"},
 	})
 	if n.AgentSessionID() != "c-1" || n.Summary() != "Findings: none" {
 		t.Errorf("session %q summary %q", n.AgentSessionID(), n.Summary())
@@ -320,11 +321,11 @@ func TestRawLines(t *testing.T) {
 			feed("stdout", `{"type":"assistant","message":`) // cut short
 			checkEntries(t, got)
 			expectSequence(t, got, []want{
-				{executor.EntrySystemMessage, "Welcome to the agent!"},
-				{executor.EntrySystemMessage, "red text"},
-				{executor.EntryErrorMessage, "disk full"},
-				{executor.EntrySystemMessage, "warning: low disk"},
-				{executor.EntrySystemMessage, `{"type":"assistant","message":`},
+				{tasks.EntrySystemMessage, "Welcome to the agent!"},
+				{tasks.EntrySystemMessage, "red text"},
+				{tasks.EntryErrorMessage, "disk full"},
+				{tasks.EntrySystemMessage, "warning: low disk"},
+				{tasks.EntrySystemMessage, `{"type":"assistant","message":`},
 			})
 			if len(got) == 5 {
 				if got[0].Content != "Welcome to the agent!" {
@@ -497,24 +498,24 @@ func TestClaudeEventVariants(t *testing.T) {
 		want       []want
 	}{
 		{"error flagged on a success subtype", `{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1760000000"}`,
-			[]want{{executor.EntryErrorMessage, "Claude AI usage limit reached|1760000000"}}},
+			[]want{{tasks.EntryErrorMessage, "Claude AI usage limit reached|1760000000"}}},
 		{"error without text", `{"type":"result","subtype":"error_during_execution","is_error":true,"result":""}`,
-			[]want{{executor.EntryErrorMessage, "error_during_execution"}}},
+			[]want{{tasks.EntryErrorMessage, "error_during_execution"}}},
 		{"Qwen Code's error object", `{"type":"result","subtype":"error_during_execution","is_error":true,"error":{"message":"No auth type is selected."}}`,
-			[]want{{executor.EntryErrorMessage, "No auth type is selected."}}},
+			[]want{{tasks.EntryErrorMessage, "No auth type is selected."}}},
 		{"errors list", `{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["No conversation found with session ID: x"]}`,
-			[]want{{executor.EntryErrorMessage, "No conversation found with session ID: x"}}},
+			[]want{{tasks.EntryErrorMessage, "No conversation found with session ID: x"}}},
 		{"message of no known shape", `{"type":"assistant","message":"str"}`,
-			[]want{{executor.EntrySystemMessage, `{"type":"assistant","message":"str"}`}}},
+			[]want{{tasks.EntrySystemMessage, `{"type":"assistant","message":"str"}`}}},
 		{"partial deltas are dropped", `{"type":"stream_event","event":{"type":"content_block_delta"}}`, nil},
 		{"other system events", `{"type":"system","subtype":"compact_boundary","session_id":"s"}`,
-			[]want{{executor.EntrySystemMessage, "System: compact_boundary"}}},
+			[]want{{tasks.EntrySystemMessage, "System: compact_boundary"}}},
 		{"Qwen Code's session start", `{"type":"system","subtype":"session_start","uuid":"u","session_id":"q-1","model":"qwen3-coder-plus"}`,
-			[]want{{executor.EntrySystemMessage, "Session started (model qwen3-coder-plus)"}}},
+			[]want{{tasks.EntrySystemMessage, "Session started (model qwen3-coder-plus)"}}},
 		{"error event", `{"type":"error","error":{"code":"rate_limit","message":"Rate limit exceeded"}}`,
-			[]want{{executor.EntryErrorMessage, "Rate limit exceeded"}}},
+			[]want{{tasks.EntryErrorMessage, "Rate limit exceeded"}}},
 		{"unknown event", `{"type":"usage","usage":{"input_tokens":100}}`,
-			[]want{{executor.EntrySystemMessage, "Event: usage"}}},
+			[]want{{tasks.EntrySystemMessage, "Event: usage"}}},
 	}
 	for _, tt := range tests {
 		n := executor.NewNormalizer(executor.FormatClaudeStreamJSON)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // opencodeNormalizer reads the events of `opencode run --format json`
@@ -98,7 +100,7 @@ func (n *opencodeNormalizer) line(stream string, line []byte, now time.Time) []E
 			return nil
 		}
 		n.last = cutUTF8(p.Text, MaxContentBytes)
-		return []Entry{newEntry(now, EntryAssistantMessage, p.Text, nil)}
+		return []Entry{newEntry(now, tasks.EntryAssistantMessage, p.Text, nil)}
 	case "reasoning":
 		if !partOK {
 			break
@@ -106,7 +108,7 @@ func (n *opencodeNormalizer) line(stream string, line []byte, now time.Time) []E
 		if strings.TrimSpace(p.Text) == "" {
 			return nil
 		}
-		return []Entry{newEntry(now, EntryThinking, p.Text, nil)}
+		return []Entry{newEntry(now, tasks.EntryThinking, p.Text, nil)}
 	case "tool_use":
 		if !partOK {
 			break
@@ -122,7 +124,7 @@ func (n *opencodeNormalizer) line(stream string, line []byte, now time.Time) []E
 	}
 	meta := map[string]any{"event_type": ev.Type}
 	rawDetail(meta, "event", raw)
-	return []Entry{newEntry(now, EntrySystemMessage, "Event: "+ev.Type, meta)}
+	return []Entry{newEntry(now, tasks.EntrySystemMessage, "Event: "+ev.Type, meta)}
 }
 
 func (n *opencodeNormalizer) tool(p opencodePart, now time.Time) Entry {
@@ -148,7 +150,7 @@ func (n *opencodeNormalizer) tool(p opencodePart, now time.Time) Entry {
 	default:
 		setIf(meta, "status", p.State.Status)
 	}
-	return newEntry(now, EntryToolUse, content, meta)
+	return newEntry(now, tasks.EntryToolUse, content, meta)
 }
 
 func (n *opencodeNormalizer) stepFinish(p opencodePart, now time.Time) Entry {
@@ -189,7 +191,7 @@ func (n *opencodeNormalizer) stepFinish(p opencodePart, now time.Time) Entry {
 	if p.Cost != nil {
 		meta["cost_usd"] = *p.Cost
 	}
-	return newEntry(now, EntrySystemMessage, content, meta)
+	return newEntry(now, tasks.EntrySystemMessage, content, meta)
 }
 
 // errorEntry reads the error event's payload: a named error whose data
@@ -222,13 +224,13 @@ func (n *opencodeNormalizer) errorEntry(raw json.RawMessage, now time.Time) Entr
 	}
 	switch {
 	case msg != "":
-		return newEntry(now, EntryErrorMessage, msg, meta)
+		return newEntry(now, tasks.EntryErrorMessage, msg, meta)
 	case e.Name != "":
 		return genericError(now, e.Name, meta)
 	case len(bytes.TrimSpace(raw)) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")):
 		rawDetail(meta, "error", raw)
 		if s := strings.TrimSpace(errorText(raw)); s != "" && s[0] != '{' && s[0] != '[' {
-			return newEntry(now, EntryErrorMessage, s, meta)
+			return newEntry(now, tasks.EntryErrorMessage, s, meta)
 		}
 	}
 	return genericError(now, "error", meta)

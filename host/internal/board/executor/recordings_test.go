@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 )
 
@@ -17,7 +18,7 @@ func runRecording(t *testing.T, format, name string) ([]executor.Entry, executor
 	n := executor.NewNormalizer(format)
 	var out []executor.Entry
 	found := false
-	for _, stream := range []string{executor.StreamStderr, executor.StreamStdout} {
+	for _, stream := range []string{tasks.StreamStderr, tasks.StreamStdout} {
 		if _, err := os.Stat("testdata/" + name + "." + stream); err != nil {
 			continue
 		}
@@ -62,8 +63,8 @@ func kind(e executor.Entry) string {
 }
 
 const (
-	sys  = executor.EntrySystemMessage
-	errm = executor.EntryErrorMessage
+	sys  = tasks.EntrySystemMessage
+	errm = tasks.EntryErrorMessage
 )
 
 // Real output of each CLI failing the ways a board run fails: how it
@@ -167,7 +168,7 @@ func TestRecordedFailures(t *testing.T) {
 				{warn, "Attempt 9 failed."},
 				{errm, "Error when talking to Gemini API: Error: exception TypeError: fetch failed sending request"},
 				{sys, "Session started (model auto)"},
-				{executor.EntryUserMessage, "say hi"},
+				{tasks.EntryUserMessage, "say hi"},
 				{errm, "[API Error: exception TypeError: fetch failed sending request]"},
 			},
 			reason:  "[API Error: exception TypeError: fetch failed sending request]",

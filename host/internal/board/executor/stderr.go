@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/plugboard/plugboard/abi/tasks"
 )
 
 // What the agents print on stderr, and what each kind of line becomes. Every
@@ -60,14 +62,14 @@ func stderrEntries(text string, now time.Time) []Entry {
 	if strings.TrimSpace(head) == "" || stackFrame.MatchString(head) {
 		return nil
 	}
-	meta := map[string]any{"stream": StreamStderr}
+	meta := map[string]any{"stream": tasks.StreamStderr}
 	if level, content, ok := logLine(text, head, meta); ok {
 		meta["level"] = level
 		switch level {
 		case "error":
-			return []Entry{newEntry(now, EntryErrorMessage, content, meta)}
+			return []Entry{newEntry(now, tasks.EntryErrorMessage, content, meta)}
 		default: // "warning" makes the entry a warning; the rest are system messages
-			return []Entry{newEntry(now, EntrySystemMessage, content, meta)}
+			return []Entry{newEntry(now, tasks.EntrySystemMessage, content, meta)}
 		}
 	}
 	if m := fullReport.FindStringSubmatchIndex(head); m != nil && strings.TrimSpace(head[m[2]:m[3]]) != "" {
@@ -84,7 +86,7 @@ func stderrEntries(text string, now time.Time) []Entry {
 	if isWarningText(head) {
 		return []Entry{warningEntry(now, text, meta)}
 	}
-	return []Entry{newEntry(now, EntryErrorMessage, text, meta)}
+	return []Entry{newEntry(now, tasks.EntryErrorMessage, text, meta)}
 }
 
 // isWarningText says whether a message is a retry notice or one of the

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/board/executor"
 )
 
@@ -62,7 +63,7 @@ func TestStderrClassification(t *testing.T) {
 	for _, format := range allFormats {
 		for _, tt := range tests {
 			n := executor.NewNormalizer(format)
-			got := n.Line(executor.StreamStderr, []byte(tt.line), now)
+			got := n.Line(tasks.StreamStderr, []byte(tt.line), now)
 			checkEntries(t, got)
 			t.Run(format+"/"+tt.line, func(t *testing.T) { expectKinds(t, got, tt.want) })
 			for _, e := range got {
@@ -79,11 +80,11 @@ func TestIsWarning(t *testing.T) {
 		e    executor.Entry
 		want bool
 	}{
-		{executor.Entry{EntryType: executor.EntrySystemMessage, Metadata: map[string]any{"level": "warning"}}, true},
-		{executor.Entry{EntryType: executor.EntrySystemMessage, Metadata: map[string]any{"level": "info"}}, false},
-		{executor.Entry{EntryType: executor.EntrySystemMessage}, false},
-		{executor.Entry{EntryType: executor.EntryErrorMessage, Metadata: map[string]any{"level": "warning"}}, false},
-		{executor.Entry{EntryType: executor.EntrySystemMessage, Metadata: map[string]any{"level": 1}}, false},
+		{executor.Entry{EntryType: tasks.EntrySystemMessage, Metadata: map[string]any{"level": "warning"}}, true},
+		{executor.Entry{EntryType: tasks.EntrySystemMessage, Metadata: map[string]any{"level": "info"}}, false},
+		{executor.Entry{EntryType: tasks.EntrySystemMessage}, false},
+		{executor.Entry{EntryType: tasks.EntryErrorMessage, Metadata: map[string]any{"level": "warning"}}, false},
+		{executor.Entry{EntryType: tasks.EntrySystemMessage, Metadata: map[string]any{"level": 1}}, false},
 	} {
 		if got := executor.IsWarning(tt.e); got != tt.want {
 			t.Errorf("IsWarning(%+v) = %v", tt.e, got)
