@@ -70,18 +70,8 @@ func Example() {
 // agents see (abi/tasks).
 func ExampleOpenBoard() {
 	ctx := context.Background()
-	work, err := os.MkdirTemp("", "plugboard-board-example")
-	if err != nil {
-		log.Fatal(err)
-	}
+	work, repo := exampleRepo()
 	defer os.RemoveAll(work)
-	repo := filepath.Join(work, "app")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
-		{"-C", repo, "-c", "user.name=example", "-c", "user.email=example@plugboard.invalid", "commit", "-q", "--allow-empty", "-m", "start"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			log.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
 
 	b, err := host.OpenBoard(ctx, host.BoardConfig{DataDir: filepath.Join(work, "data")})
 	if err != nil {
@@ -195,18 +185,8 @@ func echoOver(ctx context.Context, session *mcp.ClientSession, text string) stri
 // package's types: the board's records as the operator sees them.
 func ExampleBoard_FindProject() {
 	ctx := context.Background()
-	work, err := os.MkdirTemp("", "plugboard-board-example")
-	if err != nil {
-		log.Fatal(err)
-	}
+	work, repo := exampleRepo()
 	defer os.RemoveAll(work)
-	repo := filepath.Join(work, "app")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
-		{"-C", repo, "-c", "user.name=example", "-c", "user.email=example@plugboard.invalid", "commit", "-q", "--allow-empty", "-m", "start"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			log.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
 
 	b, err := host.OpenBoard(ctx, host.BoardConfig{DataDir: filepath.Join(work, "data")})
 	if err != nil {
@@ -264,4 +244,22 @@ func ExampleDecisionLog() {
 		fmt.Println(d.Kind, d.Tool, d.Status, d.AgentID == host.LocalID)
 	}
 	// Output: call echo ok true
+}
+
+// exampleRepo makes a temporary directory holding a git repository with
+// one commit (work/app), as a project's repository: the caller removes
+// work.
+func exampleRepo() (work, repo string) {
+	work, err := os.MkdirTemp("", "plugboard-board-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	repo = filepath.Join(work, "app")
+	for _, args := range [][]string{{"init", "-q", "-b", "main", repo},
+		{"-C", repo, "-c", "user.name=example", "-c", "user.email=example@plugboard.invalid", "commit", "-q", "--allow-empty", "-m", "start"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			log.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return work, repo
 }

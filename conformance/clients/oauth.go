@@ -11,8 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/plugboard/plugboard/internal/testing/clitest"
 )
 
 //go:embed oidc-provider.mjs
@@ -47,8 +48,7 @@ type OpenIDProvider struct {
 	// Issuers are the issuers' URLs, in the order given.
 	Issuers []string
 	cmd     *exec.Cmd
-	stderr  *bytes.Buffer
-	mu      sync.Mutex
+	stderr  *clitest.SyncBuffer
 }
 
 // StartOpenIDProvider starts the provider of the installation at dir
@@ -64,9 +64,9 @@ func StartOpenIDProvider(ctx context.Context, dir, scopes string, issuers ...OID
 	if err != nil {
 		return nil, err
 	}
-	p := &OpenIDProvider{cmd: exec.Command(node(dir), script, string(spec)), stderr: &bytes.Buffer{}}
+	p := &OpenIDProvider{cmd: exec.Command(node(dir), script, string(spec)), stderr: &clitest.SyncBuffer{}}
 	p.cmd.Dir = dir
-	p.cmd.Stderr = lockedWriter{&p.mu, p.stderr}
+	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -104,27 +104,12 @@ func StartOpenIDProvider(ctx context.Context, dir, scopes string, issuers ...OID
 }
 
 // Stderr is what the provider wrote to stderr so far.
-func (p *OpenIDProvider) Stderr() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
+func (p *OpenIDProvider) Stderr() string { return p.stderr.String() }
 
 // Close stops the provider.
 func (p *OpenIDProvider) Close() {
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // OAuthRun is what the TypeScript SDK's OAuth client did.
