@@ -5,10 +5,12 @@
 #   make test    build, go test ./..., go vet ./..., also in the abi and sdk-guest
 #                modules (PKGS=... to narrow, MODS= to skip those; the client
 #                matrix in conformance/clients and the agent CLI test in
-#                conformance/agents install their pinned npm packages with npm)
+#                conformance/agents install their pinned npm packages with npm, the
+#                accessibility checks axe-core: internal/testing/a11y/install.sh)
 #   make lint    gofmt, go vet (native and wasip1), staticcheck, in every module
 #   make bench   benchmarks in bench/, host/internal/runtime, host/internal/board/... and cmd/plugboard/e2e,
 #                output also in dist/bench.txt
+#   make screenshots  regenerate the README's screenshots (docs/screenshots) with the dashboard's browser tests
 #   make clean   remove bin/ and dist/
 #
 # Go and git are needed (Go modules come through the module proxy); make test and
@@ -61,7 +63,7 @@ GUEST_MODS := $(filter abi sdk-guest,$(MODS))
 # wasip1 when GOOS=wasip1 is set for the guest pass.
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: all build test bench demo lint clean conformance-mcp postgres browser prometheus
+.PHONY: all build test bench demo lint clean conformance-mcp postgres browser a11y prometheus screenshots
 
 all: build
 
@@ -81,7 +83,7 @@ dist/plugins/%.wasm: $$(call gosrc,plugins/$$*) $(call gosrc,plugins/internal) $
 # The end-to-end tests of the binary (cmd/plugboard/e2e, the long package)
 # take about 19 minutes on a 2-core machine: the per-package timeout leaves
 # room for a slower one.
-test: build postgres browser prometheus
+test: build postgres browser a11y prometheus
 	$(GO) test -timeout 40m $(TESTFLAGS) $(PKGS)
 	$(GO) vet $(PKGS)
 	@# sdk-guest/sdktest runs its plugin through plugboard: this one.
@@ -101,6 +103,13 @@ postgres:
 # skip, unless PLUGBOARD_REQUIRE_BROWSER=1 (CI sets it).
 browser:
 	@bash build/install-chromium.sh || { [ -z "$${PLUGBOARD_REQUIRE_BROWSER:-}" ] && echo "==> Chromium not installed: the browser tests skip"; }
+
+# The browser tests' accessibility checks (internal/testing/a11y) inject axe-core,
+# pinned in internal/testing/a11y/package-lock.json: installed here into .cache/a11y
+# with npm (the tests would install it on first use too). Without it they skip,
+# unless PLUGBOARD_REQUIRE_BROWSER=1.
+a11y:
+	@bash internal/testing/a11y/install.sh >/dev/null || { [ -z "$${PLUGBOARD_REQUIRE_BROWSER:-}" ] && echo "==> axe-core not installed: the accessibility checks skip"; }
 
 # The metrics end-to-end test scrapes the host with Debian's prometheus:
 # installed here when missing (as root, with apt-get). Without it the test
@@ -157,6 +166,11 @@ $(STATICCHECK):
 # .cache/mcp-conformance{,-alpha} on first use.
 conformance-mcp: $(BIN)
 	BIN=$(BIN) bash conformance/mcp-suite.sh
+
+# The README's screenshots: the dashboard's browser tests that take them, run
+# with PLUGBOARD_UPDATE_SCREENSHOTS=1 (Chromium needed: make browser).
+screenshots:
+	bash build/screenshots.sh
 
 clean:
 	rm -rf bin dist

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/tasks"
 	"github.com/plugboard/plugboard/host/internal/audit"
+	"github.com/plugboard/plugboard/host/internal/board"
+	"github.com/plugboard/plugboard/host/internal/caller"
 	"github.com/plugboard/plugboard/host/internal/dashboard"
 	"github.com/plugboard/plugboard/host/internal/dispatch"
 	"github.com/plugboard/plugboard/host/internal/mail"
@@ -86,7 +89,99 @@ func (h *Host) dashboardFor(opts HTTPOptions, mopts mcpserver.Options) *dashboar
 			}
 			return b.Hosts(ctx, true)
 		},
+		Board: func(ctx context.Context, c *abi.Caller, projectID string) (any, error) {
+			if _, err := h.board.wait(ctx); err != nil {
+				return nil, err
+			}
+			ctx = caller.WithMay(caller.With(ctx, c), func(tool string) bool {
+				t, ok := h.dispatcher.Resolve(tool)
+				return ok && h.dispatcher.Permits(c, t)
+			})
+			return h.board.api.BoardTasks(ctx, projectID)
+		},
+		Marks: func(ctx context.Context, projects, attempts []string) (map[string]string, error) {
+			b, err := h.board.wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return liveMarks(ctx, b.Store(), projects, attempts)
+		},
+		CreateProject: func(ctx context.Context, c *abi.Caller, name string, repos []dashboard.RepoInput) (any, error) {
+			b, err := h.board.wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			specs := make([]board.RepoSpec, len(repos))
+			for i, r := range repos {
+				specs[i] = board.RepoSpec{Path: r.Path, Name: r.DisplayName}
+			}
+			p, err := b.CreateProject(ctx, name, specs)
+			if err != nil {
+				return nil, repoRefused(err)
+			}
+			h.recordSetUp(ctx, c, "Created project "+p.Name, fmt.Sprintf("project %s with %d repositories, from the dashboard", p.ID, len(p.Repos)))
+			return projectInfo(p), nil
+		},
+		AddRepo: func(ctx context.Context, c *abi.Caller, projectID string, r dashboard.RepoInput) (any, error) {
+			b, err := h.board.wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			p, err := b.AddRepo(ctx, projectID, board.RepoSpec{Path: r.Path, Name: r.DisplayName})
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, abi.NewEnvelope(abi.CodeNotFound, "no project "+projectID, "reload the board and pick a project")
+			}
+			if err != nil {
+				return nil, repoRefused(err)
+			}
+			h.recordSetUp(ctx, c, "Added a repository to project "+p.Name, fmt.Sprintf("%s to project %s, from the dashboard", r.Path, p.ID))
+			return projectInfo(p), nil
+		},
 	})
+}
+
+// liveMarks reads the dashboard's live marks of projects and attempts.
+func liveMarks(ctx context.Context, st *store.Store, projects, attempts []string) (map[string]string, error) {
+	out := make(map[string]string, 2*len(projects)+3*len(attempts))
+	for _, p := range projects {
+		m, err := st.ProjectMarks(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out[dashboard.MarkCards(p)], out[dashboard.MarkActivity(p)] = m.Cards, m.Activity
+	}
+	for _, a := range attempts {
+		m, err := st.AttemptMarks(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		out[dashboard.MarkLogs(a)], out[dashboard.MarkState(a)], out[dashboard.MarkMessages(a)] = m.Logs, m.State, m.Messages
+	}
+	return out, nil
+}
+
+// projectInfo is a project as list_projects shows it.
+func projectInfo(p store.Project) tasks.Project {
+	return tasks.Project{ProjectID: p.ID, Name: p.Name, RepoCount: len(p.Repos), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+// repoRefused is a project set-up the board refused, for the operator: its
+// own envelope, or the repository's problem as invalid_argument.
+func repoRefused(err error) error {
+	var env *abi.Envelope
+	if errors.As(err, &env) {
+		return env
+	}
+	return abi.NewEnvelope(abi.CodeInvalidArgument, err.Error(),
+		"give the absolute path of a git repository on this host, with at least one commit").WithDetail("field", "path")
+}
+
+// recordSetUp writes a project set-up made on the dashboard to the
+// decision log, as who made it: it is no tool call, so nothing else would.
+func (h *Host) recordSetUp(ctx context.Context, c *abi.Caller, title, body string) {
+	if _, err := h.decisions.Deliberate(ctx, c, title, body); err != nil {
+		h.log.Warn("dashboard: a project set-up was not recorded in the decision log", "title", title, "err", err)
+	}
 }
 
 // dashboardRead reports whether a call of t from the dashboard is a read

@@ -84,6 +84,9 @@ func (h *Host) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions)
 	}
 	if !opts.NoDashboard {
 		dash := h.dashboardFor(opts, mopts)
+		// The pages' event streams end when serving does, or they would
+		// hold the shutdown for its whole grace.
+		defer context.AfterFunc(ctx, dash.Close)()
 		hopts.Dashboard = dash
 		if route != nil {
 			h.attach(route, dash)

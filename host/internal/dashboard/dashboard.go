@@ -9,6 +9,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -97,8 +98,24 @@ type Options struct {
 	// Plugins describes the served plugins (operator only).
 	Plugins func(ctx context.Context) any
 	// Hosts lists the hosts sharing the board's store (operator only).
-	Hosts  func(ctx context.Context) (any, error)
-	Logger *slog.Logger
+	Hosts func(ctx context.Context) (any, error)
+	// Board lists a project's tasks for the board view as caller, only
+	// those its scope reaches (callers policy lets call list_tasks).
+	Board func(ctx context.Context, caller *abi.Caller, projectID string) (any, error)
+	// Marks reads the live marks (MarkCards, MarkLogs, …) of projects and
+	// attempts for the event streams (live.go); nil serves no stream.
+	Marks func(ctx context.Context, projects, attempts []string) (map[string]string, error)
+	// CreateProject and AddRepo set projects up (operator only), as
+	// caller, who is recorded in the decision log.
+	CreateProject func(ctx context.Context, caller *abi.Caller, name string, repos []RepoInput) (any, error)
+	AddRepo       func(ctx context.Context, caller *abi.Caller, projectID string, repo RepoInput) (any, error)
+	Logger        *slog.Logger
+}
+
+// RepoInput is a repository given on the page: a path on the host.
+type RepoInput struct {
+	Path        string `json:"path"`
+	DisplayName string `json:"display_name,omitempty"`
 }
 
 // Tool is a tool as the dashboard lists it.
@@ -140,6 +157,8 @@ type Dashboard struct {
 	sessions  Sessions
 	// openCSRF is the CSRF token of the page when no login is needed.
 	openCSRF string
+	// hub owns the live event streams (live.go).
+	hub *hub
 }
 
 // Sessions keeps signed-in sessions, each known by the SHA-256 of its
@@ -226,6 +245,7 @@ func New(opts Options) *Dashboard {
 	}
 	d := &Dashboard{opts: opts, static: http.StripPrefix(Prefix, http.FileServerFS(sub)),
 		sessions: opts.Sessions, openCSRF: randomHex()}
+	d.hub = newHub(d)
 	if d.sessions == nil {
 		d.sessions = &memorySessions{m: map[string]Session{}}
 	}
@@ -294,14 +314,52 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/":
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 		w.Header().Set("Cache-Control", "no-store")
-		b, _ := assets.ReadFile("assets/index.html")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write(b)
+		_, _ = w.Write(indexPage)
 	case strings.HasPrefix(r.URL.Path, apiPath):
 		d.api(w, r, strings.TrimPrefix(r.URL.Path, apiPath))
 	default:
+		// The page names its scripts and styles with the assets' digest
+		// (?v=): those URLs never change meaning, so the browser keeps them
+		// for a year; any other URL of an asset is revalidated by its ETag.
+		if r.URL.Query().Get("v") == assetVersion {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		w.Header().Set("ETag", `"`+assetVersion+`"`)
 		d.static.ServeHTTP(w, r)
 	}
+}
+
+// assetVersion is a digest of every embedded asset, and indexPage the page
+// with each script and style sheet named by it (?v=assetVersion), so a
+// new build's page loads the new files and a browser caches them for good.
+var assetVersion, indexPage = versionAssets()
+
+func versionAssets() (string, []byte) {
+	sum := sha256.New()
+	err := fs.WalkDir(assets, "assets", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := assets.ReadFile(path)
+		sum.Write([]byte(path))
+		sum.Write(b)
+		return err
+	})
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	v := hex.EncodeToString(sum.Sum(nil))[:16]
+	page, err := assets.ReadFile("assets/index.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, ext := range []string{".js\"", ".css\""} {
+		page = bytes.ReplaceAll(page, []byte(ext), []byte(strings.TrimSuffix(ext, `"`)+"?v="+v+`"`))
+	}
+	return v, page
 }
 
 // presented returns the digests of the session cookies r carries, each
@@ -480,19 +538,23 @@ func (d *Dashboard) api(w http.ResponseWriter, r *http.Request, name string) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": res})
-	case "decisions", "decision", "inbox", "inbox/read", "inbox/reply", "plugins", "hosts":
+	case "events":
+		d.events(w, r, identity, c)
+	case "board":
+		d.board(w, r, c)
+	case "decisions", "decision", "inbox", "inbox/read", "inbox/reply", "plugins", "hosts", "projects", "projects/repos":
 		if !d.operator(c) {
 			writeEnvelope(w, http.StatusForbidden, abi.NewEnvelope(abi.CodePermissionDenied,
 				"only the operator or a SUPERVISOR may read "+name, "sign in with the operator's token"))
 			return
 		}
-		d.operatorAPI(w, r, name)
+		d.operatorAPI(w, r, name, c)
 	default:
 		writeEnvelope(w, http.StatusNotFound, abi.NewEnvelope(abi.CodeNotFound, "no dashboard API "+name, "reload the dashboard"))
 	}
 }
 
-func (d *Dashboard) operatorAPI(w http.ResponseWriter, r *http.Request, name string) {
+func (d *Dashboard) operatorAPI(w http.ResponseWriter, r *http.Request, name string, c *abi.Caller) {
 	ctx := r.Context()
 	var out any
 	var err error
@@ -531,6 +593,8 @@ func (d *Dashboard) operatorAPI(w http.ResponseWriter, r *http.Request, name str
 		}
 	case "plugins":
 		out = d.opts.Plugins(ctx)
+	case "projects", "projects/repos":
+		out, err = d.setUpProject(r, name, c)
 	case "hosts":
 		if d.opts.Hosts == nil {
 			out = []any{}
