@@ -189,8 +189,9 @@ func (h *Host) recordSetUp(ctx context.Context, c *abi.Caller, title, body strin
 // whose name is reserved for the first-party plugin serving it
 // (registry.ReservedOwner), so that the hint is the host's own and no
 // plugin can hide a person's writes by declaring its tool read-only. The
-// pages poll these every second or three; a person's writes, and every
-// call of anyone else, stay recorded.
+// pages read these at every change the server tells them of (a log line,
+// a card moved); a person's writes, and every call of anyone else, stay
+// recorded.
 func dashboardRead(t registry.Tool) bool {
 	if t.Def == nil || t.Def.Annotations == nil || !t.Def.Annotations.ReadOnlyHint || t.Plugin == nil {
 		return false

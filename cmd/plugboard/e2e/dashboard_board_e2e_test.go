@@ -14,6 +14,7 @@ import (
 
 	"github.com/plugboard/plugboard/abi/tasks"
 	plughost "github.com/plugboard/plugboard/host"
+	"github.com/plugboard/plugboard/internal/testing/a11y"
 	"github.com/plugboard/plugboard/internal/testing/browsertest"
 	"github.com/plugboard/plugboard/internal/testing/buildtest"
 	"github.com/plugboard/plugboard/internal/testing/clitest"
@@ -52,6 +53,26 @@ func signIn(p *browsertest.Page, base string) {
 	p.Type("#token", boardSupervisorToken)
 	p.Click("#login button[type=submit]")
 	p.WaitText("#who", "alice")
+}
+
+// noLeakedValues fails when the page's text shows a value the script meant
+// to leave out or to draw: "null", "undefined", "[object …]".
+func noLeakedValues(t *testing.T, p *browsertest.Page, view string) {
+	t.Helper()
+	var leaked []string
+	p.Eval(`[...document.querySelectorAll("main *")].filter((e) => !e.children.length && /^(null|undefined)$|\[object /.test(e.textContent.trim())).map((e) => e.tagName + ": " + e.textContent.trim())`, &leaked)
+	var opts []string
+	p.Eval(`[...document.querySelectorAll("main option")].map((o) => o.textContent).filter((t) => /\[object |^(null|undefined)$/.test(t))`, &opts)
+	var text string
+	p.Eval(`[...document.querySelector("main").childNodes].map((n) => n.nodeType === 3 ? n.textContent : "").join("")`, &text)
+	if len(leaked)+len(opts) > 0 || strings.Contains(text, "null") {
+		t.Errorf("the %s view shows values it should not: %v %v %q", view, leaked, opts, text)
+	}
+	var loose []string
+	p.Eval(`[...document.querySelectorAll("main, main *")].flatMap((e) => [...e.childNodes].filter((n) => n.nodeType === 3 && /^(null|undefined)$|\[object /.test(n.textContent.trim())).map((n) => e.tagName + ": " + n.textContent.trim()))`, &loose)
+	if len(loose) > 0 {
+		t.Errorf("the %s view shows values it should not: %v", view, loose)
+	}
 }
 
 // center returns the centre of the element sel matches, in CSS pixels.
@@ -146,6 +167,11 @@ func TestDashboardDragCardBetweenColumns(t *testing.T) {
 	// A click (no drag) opens the task; edit, cancel (confirmed), delete.
 	p.Click(card)
 	p.WaitVisible("#edit-task")
+	a11y.RequireClean(t, p, "task")
+	noLeakedValues(t, p, "task")
+	if n := p.Count("#variant option"); n < 1 {
+		t.Errorf("the variant menu has %d options", n)
+	}
 	p.Eval(`document.getElementById("edit-title").value = ""`, nil)
 	p.Type("#edit-title", "Dragged and renamed")
 	p.Click("#edit-task button[type=submit]")
@@ -314,6 +340,8 @@ func TestDashboardReviewLineComments(t *testing.T) {
 	p.WaitText("#comment-count", "1 line comment")
 	p.Type("#review-summary", "Nearly there.")
 	p.Screenshot(filepath.Join(screenshotDir(t), "diff.png"))
+	a11y.RequireClean(t, p, "attempt review with a line comment")
+	noLeakedValues(t, p, "attempt")
 	p.Click("#review-request-changes")
 	p.WaitText("main", "Feedback")
 
@@ -380,6 +408,8 @@ func TestDashboardSearch500Tasks(t *testing.T) {
 	if n := p.Count("#board a.task"); n != 500 {
 		t.Fatalf("the board shows %d cards, want 500", n)
 	}
+	a11y.RequireClean(t, p, "board of 500 tasks")
+	noLeakedValues(t, p, "board")
 	visible := `document.querySelectorAll("#board a.task:not([hidden])").length`
 	p.Press("/")
 	if !p.HasFocus("#search") {

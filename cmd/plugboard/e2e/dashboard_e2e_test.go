@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plugboard/plugboard/internal/testing/a11y"
 	"github.com/plugboard/plugboard/internal/testing/browsertest"
 	"github.com/plugboard/plugboard/internal/testing/buildtest"
 	"github.com/plugboard/plugboard/internal/testing/clitest"
@@ -23,10 +24,13 @@ import (
 // README's screenshots into docs/screenshots; otherwise into a temporary
 // directory.
 
-// screenshotDir is where the tests' screenshots go.
+// screenshotDir is where the tests' screenshots go (build/screenshots.sh
+// runs the tests that call it). The repository root comes from buildtest, not
+// from a path relative to the package's directory, which broke when these
+// tests moved from cmd/plugboard to cmd/plugboard/e2e.
 func screenshotDir(t *testing.T) string {
 	if os.Getenv("PLUGBOARD_UPDATE_SCREENSHOTS") != "" {
-		return filepath.Join("..", "..", "docs", "screenshots")
+		return filepath.Join(buildtest.Root(t), "docs", "screenshots")
 	}
 	return t.TempDir()
 }
@@ -77,6 +81,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.Click("#create-task button[type=submit]")
 	p.WaitText(`section[data-status="todo"]`, "Write hello")
 	p.Screenshot(filepath.Join(shots, "board.png"))
+	a11y.RequireClean(t, p, "board")
 
 	// Its attempt's log grows on screen while the run prints.
 	p.Click(`section[data-status="todo"] a.task`)
@@ -95,11 +100,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.Screenshot(filepath.Join(shots, "attempt.png"))
 	p.WaitText("#state", "completed")
 	p.WaitText("#changes", "hello.txt")
+	p.WaitVisible("#diff section.pd-file")
+	a11y.RequireClean(t, p, "attempt")
 
 	// Review: approve merges into the repository.
 	p.Go(base + "#/review")
 	p.WaitVisible("[data-approve]")
 	p.Screenshot(filepath.Join(shots, "review.png"))
+	a11y.RequireClean(t, p, "review queue")
 	p.Click("[data-approve]")
 	p.WaitText("main", "Approved and merged")
 	if out := git(t, repo, "show", "main:hello.txt"); strings.TrimSpace(out) != "hello" {
@@ -139,6 +147,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.Go(base + "#/decisions")
 	p.WaitText("#decisions", "create_task")
 	p.Screenshot(filepath.Join(shots, "decisions.png"))
+	a11y.RequireClean(t, p, "decision log")
 	// Filtered by time: nothing finished in the future.
 	p.Eval(`document.getElementById("f-since").value = "2099-01-01T00:00"`, nil)
 	p.Click("#decision-filter button[type=submit]")
@@ -150,8 +159,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	p.Go(base + "#/plugins")
 	p.WaitText("main", "tasks-read")
 	p.Screenshot(filepath.Join(shots, "plugins.png"))
+	a11y.RequireClean(t, p, "plugins")
 	p.Go(base + "#/inbox")
 	p.WaitText("main", "Inbox")
+	a11y.RequireClean(t, p, "inbox")
 	// The one host serving this store is listed, alive, as this host.
 	p.Go(base + "#/hosts")
 	p.WaitText("#hosts tbody", "(this host)")
@@ -159,6 +170,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("the hosts view shows this host as %q, want alive with its attempt sandbox (landlock)", row)
 	}
 	p.Screenshot(filepath.Join(shots, "hosts.png"))
+	a11y.RequireClean(t, p, "hosts")
 
 	if errs := p.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors: %v", errs)
@@ -174,6 +186,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Error("the board scrolls sideways at phone width")
 	}
 	phone.Screenshot(filepath.Join(shots, "board-phone.png"))
+	a11y.RequireClean(t, phone, "board at phone width")
 }
 
 // TestDashboardLoginOffLoopback: off loopback the page asks for a token;
@@ -197,6 +210,7 @@ func TestDashboardLoginOffLoopback(t *testing.T) {
 	p.Go(base)
 	p.WaitVisible("#login")
 	p.Screenshot(filepath.Join(screenshotDir(t), "login.png"))
+	a11y.RequireClean(t, p, "sign-in")
 	if p.Count("#board") != 0 {
 		t.Fatal("the board shows before signing in")
 	}

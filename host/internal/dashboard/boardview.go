@@ -31,7 +31,12 @@ func (d *Dashboard) board(w http.ResponseWriter, r *http.Request, c *abi.Caller)
 	}
 	out, err := d.opts.Board(r.Context(), c, project)
 	if err != nil {
-		writeEnvelope(w, http.StatusOK, envelopeOf(err))
+		env := envelopeOf(err)
+		if env.Code == abi.CodeNotFound {
+			// The board's own hint speaks to an agent; this one to the person.
+			env.Hint = "pick a project from list_projects"
+		}
+		writeEnvelope(w, http.StatusOK, env)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "result": out})

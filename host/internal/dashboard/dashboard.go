@@ -103,7 +103,7 @@ type Options struct {
 	// those its scope reaches (callers policy lets call list_tasks).
 	Board func(ctx context.Context, caller *abi.Caller, projectID string) (any, error)
 	// Marks reads the live marks (MarkCards, MarkLogs, …) of projects and
-	// attempts for the event streams (live.go); nil serves no stream.
+	// attempts for the event streams (events.go); nil serves no stream.
 	Marks func(ctx context.Context, projects, attempts []string) (map[string]string, error)
 	// CreateProject and AddRepo set projects up (operator only), as
 	// caller, who is recorded in the decision log.
@@ -157,7 +157,7 @@ type Dashboard struct {
 	sessions  Sessions
 	// openCSRF is the CSRF token of the page when no login is needed.
 	openCSRF string
-	// hub owns the live event streams (live.go).
+	// hub owns the live event streams (events.go).
 	hub *hub
 }
 

@@ -72,8 +72,21 @@ func TestOpenOnLoopbackWithoutToken(t *testing.T) {
 		w.Header().Get("X-Frame-Options") != "DENY" || !strings.Contains(w.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 		t.Fatalf("page: %d %v", w.Code, w.Header())
 	}
-	if w := do(d, "GET", "/ui/app.js", "", nil); w.Code != 200 || !strings.Contains(w.Body.String(), "tail_attempt_logs") {
-		t.Fatalf("app.js: %d", w.Code)
+	if w := do(d, "GET", "/ui/attempt.js", "", nil); w.Code != 200 || !strings.Contains(w.Body.String(), "tail_attempt_logs") {
+		t.Fatalf("attempt.js: %d", w.Code)
+	}
+	// The page names its scripts by the assets' digest: those URLs are
+	// cached for good, any other is revalidated.
+	page := do(d, "GET", "/", "", nil).Body.String()
+	versioned := "/ui/app.js?v=" + assetVersion
+	if !strings.Contains(page, versioned) {
+		t.Fatalf("the page does not name %s:\n%s", versioned, page)
+	}
+	if w := do(d, "GET", versioned, "", nil); w.Code != 200 || !strings.Contains(w.Header().Get("Cache-Control"), "immutable") {
+		t.Fatalf("%s: %d %q", versioned, w.Code, w.Header().Get("Cache-Control"))
+	}
+	if w := do(d, "GET", "/ui/app.js", "", nil); w.Header().Get("Cache-Control") != "no-cache" || w.Header().Get("ETag") == "" {
+		t.Fatalf("/ui/app.js unversioned: %q, ETag %q", w.Header().Get("Cache-Control"), w.Header().Get("ETag"))
 	}
 	me := decode(t, do(d, "GET", "/ui/api/me", "", nil))
 	if me["signed_in"] != true || me["identity"] != "local" || me["operator"] != true || me["csrf"] == "" {

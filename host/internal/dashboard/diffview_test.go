@@ -344,6 +344,9 @@ func TestDiffView(t *testing.T) {
 		p.Type(ta, text)
 		p.Click(sel + " tr.pd-form-row button.pd-save")
 		p.WaitGone(sel + " tr.pd-form-row")
+		if keyboard && !p.HasFocus(btn) {
+			t.Errorf("after Save the focus is not back on %s's button", label)
+		}
 		if v := p.Text(sel + " tbody"); !strings.Contains(v, text) {
 			t.Errorf("the comment %q is not shown under its line", text)
 		}

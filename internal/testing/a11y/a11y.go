@@ -220,16 +220,24 @@ func RequireClean(t testing.TB, p *browsertest.Page, label string, opts ...Optio
 //
 //	image-alt (critical): Images must have alternative text
 //	    https://dequeuniversity.com/rules/axe/4.14/image-alt?application=axeAPI
-//	    at img[src$="logo.png"]: Fix any of the following: Element does not have an alt attribute …
+//	    at #logo <img id="logo" src="logo.png">: Fix any of the following: Element does not have an alt attribute; …
 func Format(vs []Violation) string {
 	var b strings.Builder
 	for _, v := range vs {
 		fmt.Fprintf(&b, "  %s (%s): %s\n      %s\n", v.ID, v.Impact, v.Help, v.HelpURL)
 		for _, n := range v.Nodes {
-			fmt.Fprintf(&b, "      at %s: %s\n", strings.Join(n.Target, " "), oneLine(n.FailureSummary))
+			fmt.Fprintf(&b, "      at %s %s: %s\n", strings.Join(n.Target, " "), shorten(oneLine(n.HTML), 160), oneLine(n.FailureSummary))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// shorten cuts s to n runes, marking the cut.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // jsonValue is v as a JavaScript literal.

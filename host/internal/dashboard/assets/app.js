@@ -30,9 +30,17 @@ function h(tag, attrs, ...kids) {
   return el;
 }
 
+// fill replaces el's children with kids, as h takes them: arrays flattened,
+// null, undefined and false left out (replaceChildren would write them as
+// text).
+function fill(el, ...kids) {
+  el.replaceChildren(...kids.flat(Infinity).filter((k) => k !== null && k !== undefined && k !== false));
+  return el;
+}
+
 function showError(env) {
   const box = document.getElementById("alert");
-  box.replaceChildren(
+  fill(box,
     h("div", {class: "msg"}, env.message || String(env)),
     env.hint ? h("div", {class: "hint"}, "Hint: " + env.hint) : null,
     env.code ? h("div", {class: "muted mono"}, env.code) : null);

@@ -18,7 +18,7 @@ async function attemptView(attemptID, r) {
   const info = h("div", {class: "card", id: "status"});
   function showStatus(s) {
     current = s;
-    info.replaceChildren(h("dl", {class: "kv"},
+    fill(info, h("dl", {class: "kv"},
       h("dt", {}, "State"), h("dd", {id: "state"}, badge(s.state), s.state === "running" ? [" ", h("span", {class: "pulse", "aria-hidden": "true"})] : null),
       h("dt", {}, "Task"), h("dd", {}, h("a", {href: may("get_task") ? "#/task/" + s.task_id : "#/"}, short(s.task_id)), " ", badge(s.task_status)),
       h("dt", {}, "Executor"), h("dd", {}, s.executor),
@@ -55,15 +55,15 @@ async function attemptView(attemptID, r) {
     const items = [];
     msgs.forEach((t, i) => {
       items.push(h("li", {class: "msg you", "data-turn": t.turn_index},
-        h("div", {class: "who"}, t.turn_index === 0 ? "Task" : "Follow-up", h("span", {class: "muted"}, " · " + t.created_at)),
+        h("div", {class: "by"}, t.turn_index === 0 ? "Task" : "Follow-up", h("span", {class: "muted"}, " · " + t.created_at)),
         h("div", {class: "text"}, t.prompt)));
       const last = i === msgs.length - 1;
-      if (t.summary) items.push(h("li", {class: "msg agent"}, h("div", {class: "who"}, current.executor), h("div", {class: "text"}, t.summary)));
-      else if (last && running()) items.push(h("li", {class: "msg agent working"}, h("div", {class: "who"}, current.executor), h("div", {class: "text muted"}, "Working… (the log shows what it does)")));
+      if (t.summary) items.push(h("li", {class: "msg agent"}, h("div", {class: "by"}, current.executor), h("div", {class: "text"}, t.summary)));
+      else if (last && running()) items.push(h("li", {class: "msg agent working"}, h("div", {class: "by"}, current.executor), h("div", {class: "text muted"}, "Working… (the log shows what it does)")));
     });
     if (!msgs.length) items.push(h("li", {class: "msg event muted"}, m.error ? m.error.message : "No turn yet."));
     if (current.state === "failed" && current.failure_summary) items.push(h("li", {class: "msg event", id: "run-ended"}, "Run ended: " + current.failure_summary));
-    if (current.queued_follow_up) items.push(h("li", {class: "msg you queued", id: "queued-msg"}, h("div", {class: "who"}, "Queued for after this run"),
+    if (current.queued_follow_up) items.push(h("li", {class: "msg you queued", id: "queued-msg"}, h("div", {class: "by"}, "Queued for after this run"),
       h("div", {class: "text"}, queuedText || "A follow-up is queued.")));
     transcript.replaceChildren(...items);
   });
@@ -165,7 +165,7 @@ async function attemptView(attemptID, r) {
     if (c.error) { changes.replaceChildren(h("p", {class: "muted"}, c.error.message)); return; }
     const res = c.result, s = res.summary;
     files = res.files || [];
-    changes.replaceChildren(
+    fill(changes, ...[
       h("p", {}, `${s.file_count} files, +${s.added} −${s.deleted}`),
       res.blocked ? h("div", {class: "alert", role: "status"}, "Guard: " + (res.reason || res.blocked_reason), res.hint ? h("div", {class: "hint"}, res.hint) : null,
         h("button", {type: "button", id: "show-anyway", onclick: () => { forced = true; loadChanges().then(() => loadDiff(true)); }}, "Show anyway")) : null,
@@ -174,7 +174,8 @@ async function attemptView(attemptID, r) {
         h("tbody", {}, files.map((f) => h("tr", {},
           h("td", {}, h("a", {href: "#", class: "mono", onclick: (ev) => { ev.preventDefault(); jumpTo(f.path); }}, f.path)),
           h("td", {}, f.status || ""), h("td", {}, "+" + f.added), h("td", {}, "−" + f.deleted)))))) : null,
-      res.outside && res.outside.count ? h("p", {class: "muted"}, `${res.outside.count} files outside any repository (not merged).`) : null);
+      res.outside && res.outside.count ? h("p", {class: "muted"}, `${res.outside.count} files outside any repository (not merged).`) : null,
+    ].filter(Boolean));
   });
   // loadDiff reads the patch of the first page of files (again, when
   // fresh); more pages follow on demand.

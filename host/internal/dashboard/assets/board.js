@@ -35,7 +35,7 @@ async function boardView(projectID, r) {
     h("div", {}, h("label", {for: "f-status"}, "Status"), fStatus),
     h("div", {}, h("label", {for: "f-executor"}, "Executor"), fExec),
     h("div", {class: "check"}, fRunning, h("label", {for: "f-running"}, "Running only")),
-    h("div", {}, count, " ", h("button", {type: "button", class: "link", onclick: showShortcuts, "aria-label": "Keyboard shortcuts"}, "Keys (?)")));
+    h("div", {}, count, " ", h("button", {type: "button", class: "link", onclick: showShortcuts}, "Keys (?)")));
 
   const board = h("div", {class: "board", id: "board"});
   const columns = {};
@@ -57,7 +57,7 @@ async function boardView(projectID, r) {
     if (t) { title.value = ""; desc.value = ""; clearError(); load(); }
   });
   page("Board", h("div", {class: "row between"}, h("span", {id: "live", class: "live", hidden: true}), null),
-    toolbar, board, may("create_task") ? create : null, state.me.operator ? projectForms(current) : null);
+    toolbar, board, h("p", {id: "drag-help", class: "sr-only"}, "Drag to another column, or press Shift and an arrow key, to change the task's status."), may("create_task") ? create : null, state.me.operator ? projectForms(current) : null);
 
   // cards keeps each shown card by task id, with the JSON it was drawn
   // from: a load redraws only the cards whose task changed, and moves a
@@ -126,7 +126,7 @@ async function boardView(projectID, r) {
     }
     const execs = [...new Set(tasks.map(executorOf).filter(Boolean))].sort();
     if (wantExec && !execs.includes(wantExec)) execs.push(wantExec);
-    fExec.replaceChildren(h("option", {value: ""}, "any executor"), execs.map((e) => h("option", {value: e, selected: e === wantExec}, e)));
+    fill(fExec, h("option", {value: ""}, "any executor"), execs.map((e) => h("option", {value: e, selected: e === wantExec}, e)));
     applyFilters();
     tickClocks();
   });
@@ -226,9 +226,6 @@ function enableDrag(board, drop) {
   };
   board.addEventListener("pointerup", (ev) => end(ev, false));
   board.addEventListener("pointercancel", (ev) => end(ev, true));
-  if (!document.getElementById("drag-help")) {
-    document.body.append(h("p", {id: "drag-help", class: "sr-only"}, "Drag to another column, or press Shift and an arrow key, to change the task's status."));
-  }
 }
 
 // projectForms are the operator's: a new project with its first
@@ -273,12 +270,12 @@ async function ownWorkView() {
   const load = serial(async () => {
     const got = await tryCall("agent_get_task");
     if (got.error) {
-      card.replaceChildren(h("p", {id: "no-work"}, got.error.message), got.error.hint ? h("p", {class: "muted"}, got.error.hint) : null);
+      fill(card, h("p", {id: "no-work"}, got.error.message), got.error.hint ? h("p", {class: "muted"}, got.error.hint) : null);
       return;
     }
     const t = got.result.task, a = got.result.attempt;
     const attemptID = a ? a.attempt_id : t.latest_attempt_id;
-    card.replaceChildren(h("h2", {}, t.title), h("dl", {class: "kv"},
+    fill(card, h("h2", {}, t.title), h("dl", {class: "kv"},
       h("dt", {}, "Status"), h("dd", {}, badge(t.status)),
       h("dt", {}, "Task id"), h("dd", {class: "mono"}, t.task_id),
       h("dt", {}, "Description"), h("dd", {}, t.description || "—"),
@@ -296,7 +293,7 @@ async function taskView(taskID) {
   if (!task) return page("Task");
   const info = h("div", {class: "card", id: "task-info"});
   const attemptsBox = h("div", {id: "attempts-box"});
-  const showInfo = (t) => info.replaceChildren(h("dl", {class: "kv"},
+  const showInfo = (t) => fill(info, h("dl", {class: "kv"},
     h("dt", {}, "Status"), h("dd", {id: "task-status-now"}, badge(t.status)),
     h("dt", {}, "Task id"), h("dd", {class: "mono"}, t.task_id),
     h("dt", {}, "Updated"), h("dd", {class: "mono"}, t.updated_at),
@@ -314,7 +311,7 @@ async function taskView(taskID) {
     const rows = list.map((a, i) => h("tr", {"data-attempt": a.attempt_id},
       h("td", {}, h("a", {href: "#/attempt/" + a.attempt_id}, short(a.attempt_id))),
       h("td", {}, a.executor), h("td", {class: "state"}, states[i] ? badge(states[i]) : "—"), h("td", {class: "mono"}, a.workspace_branch), h("td", {}, a.created_at)));
-    attemptsBox.replaceChildren(rows.length ? h("div", {class: "wide"}, h("table", {id: "attempts"},
+    fill(attemptsBox, rows.length ? h("div", {class: "wide"}, h("table", {id: "attempts"},
       h("thead", {}, h("tr", {}, ["Attempt", "Executor", "State", "Branch", "Created"].map((c) => h("th", {scope: "col"}, c)))), h("tbody", {}, rows)))
       : h("p", {class: "muted"}, "No attempt yet."));
   });
@@ -388,7 +385,7 @@ async function startAttemptForm(task) {
   const showVariants = () => {
     const e = list.find((x) => x.executor === exec.value);
     const vs = e ? e.variants || [] : [];
-    variant.replaceChildren(vs.length ? vs.map((v) => h("option", {value: v, selected: e.default_variant === v}, v + (e.default_variant === v ? " (default)" : "")))
+    fill(variant, vs.length ? vs.map((v) => h("option", {value: v, selected: e.default_variant === v}, v + (e.default_variant === v ? " (default)" : "")))
       : h("option", {value: ""}, "default"));
     variant.disabled = !vs.length;
   };

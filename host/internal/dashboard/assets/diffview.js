@@ -378,13 +378,16 @@ window.PlugboardDiff = (() => {
       ta.setAttribute("aria-label", lineLabel(path, side, n));
       const save = button("pd-save", "Save"), cancel = button("pd-cancel", "Cancel");
       const row = wide("pd-form-row", ta, el("div", "pd-form-buttons", save, " ", cancel));
-      const close = () => { row.remove(); const b = after.querySelector(".pd-add-comment"); if (b) b.focus(); };
+      // Focus goes back to the line's button, for the keyboard's sake.
+      const back = () => { const b = after.querySelector(".pd-add-comment"); if (b) b.focus(); };
+      const close = () => { row.remove(); back(); };
       save.addEventListener("click", () => {
         const text = ta.value.trim();
         if (!text) { ta.focus(); return; }
         const c = {path: path, side: side, line: n, text: text, code: line.text};
         opts.comments.push(c);
         row.replaceWith(commentRow(c));
+        back();
         opts.onChange();
       });
       cancel.addEventListener("click", close);

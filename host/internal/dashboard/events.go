@@ -36,7 +36,7 @@ const (
 	retryMillis    = 1000
 	// recheckEvery is how often a stream re-reads its session, so one
 	// signed out (or whose token was removed) ends within it.
-	recheckEvery = 30 * time.Second
+	recheckEvery = 10 * time.Second
 	// maxStreamsPerIdentity and maxStreams bound the open streams: each
 	// holds a connection and a goroutine.
 	maxStreamsPerIdentity = 8
@@ -172,8 +172,7 @@ func (h *hub) send(project, attempt string, e liveEvent) {
 }
 
 // watch reads the marks every watchEvery while streams are open and sends
-// an event for each that moved. A mark seen for the first time sends
-// nothing: the stream's ready event already told its page to read.
+// an event for each that moved.
 func (h *hub) watch() {
 	last := map[string]string{}
 	lastActivity := map[string]time.Time{}
@@ -199,11 +198,15 @@ func (h *hub) watch() {
 			h.d.opts.Logger.Warn("dashboard: live marks unavailable; pages are not told of changes until the store answers", "err", err)
 			continue
 		}
+		// A mark seen for the first time moved too: it is a stream's
+		// that opened since the last tick, and what changed between its
+		// ready event and this read would be missed otherwise (the page
+		// reads once more, for nothing at worst).
 		moved := func(key string) bool {
 			v, ok := marks[key]
 			old, had := last[key]
 			last[key] = v
-			return ok && had && old != v
+			return ok && (!had || old != v)
 		}
 		now := time.Now()
 		for _, p := range projects {
@@ -244,6 +247,11 @@ func (h *hub) watch() {
 		for k := range last {
 			if !keep[k] {
 				delete(last, k)
+			}
+		}
+		for p := range lastActivity {
+			if !keep[MarkCards(p)] {
+				delete(lastActivity, p)
 			}
 		}
 	}
