@@ -55,6 +55,30 @@ func signIn(p *browsertest.Page, base string) {
 	p.WaitText("#who", "alice")
 }
 
+// seedTasks makes tasks in project "demo" of the board in data, in the
+// order given (their ProjectID is filled in), and returns them.
+func seedTasks(t *testing.T, data string, seeds ...tasks.CreateTaskArgs) []tasks.Task {
+	t.Helper()
+	ctx := context.Background()
+	b, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	project, err := b.FindProject(ctx, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]tasks.Task, len(seeds))
+	for i, a := range seeds {
+		a.ProjectID = project.ID
+		if out[i], err = b.CreateTask(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
 // noLeakedValues fails when the page's text shows a value the script meant
 // to leave out or to draw: "null", "undefined", "[object …]".
 func noLeakedValues(t *testing.T, p *browsertest.Page, view string) {
@@ -380,25 +404,15 @@ func TestDashboardSearch500Tasks(t *testing.T) {
 	browsertest.Installed(t)
 	plugins, _ := buildtest.Plugins(t, taskPlugins...)
 	data, _ := dashboardBoard(t)
-	ctx := context.Background()
-	b, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	project, err := b.FindProject(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var seeds []tasks.CreateTaskArgs
 	for i := range 500 {
 		title := fmt.Sprintf("Task %03d", i)
 		if i%50 == 7 {
 			title += " needle"
 		}
-		if _, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: project.ID, Title: title}); err != nil {
-			t.Fatal(err)
-		}
+		seeds = append(seeds, tasks.CreateTaskArgs{Title: title})
 	}
-	b.Close()
+	seedTasks(t, data, seeds...)
 	srv := clitest.LaunchHTTP(t, httpEnv(), []string{"serve", "--http", "127.0.0.1:0", "--plugins", plugins, "--data", data})
 	base := "http://" + srv.Addr + "/"
 	p := browsertest.Start(t).Page(t)

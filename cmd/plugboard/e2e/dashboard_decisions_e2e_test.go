@@ -478,23 +478,8 @@ func TestDashboardWorkerSeesOwnWork(t *testing.T) {
 	browsertest.Installed(t)
 	plugins, _ := buildtest.Plugins(t, append(append([]string{}, taskPlugins...), "plugins/agents")...)
 	data, _ := dashboardBoard(t)
-	ctx := context.Background()
-	b, err := plughost.OpenBoard(ctx, plughost.BoardConfig{DataDir: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	project, err := b.FindProject(ctx, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: project.ID, Title: "The worker's task", Description: "echo worker-line"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.CreateTask(ctx, tasks.CreateTaskArgs{ProjectID: project.ID, Title: "Someone else's task"}); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
+	mine := seedTasks(t, data, tasks.CreateTaskArgs{Title: "The worker's task", Description: "echo worker-line"},
+		tasks.CreateTaskArgs{Title: "Someone else's task"})[0]
 	dir := t.TempDir()
 	const opToken, workerToken = "op-token-0123456789abcdef0123456789", "w1-token-0123456789abcdef0123456789"
 	tokenFile := filepath.Join(dir, "token")
