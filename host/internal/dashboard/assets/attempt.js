@@ -219,6 +219,11 @@ async function attemptView(attemptID, r) {
   }
 
   const reviewing = may("get_attempt_changes");
+  // The status, conversation, log and file list are read before the page
+  // is drawn, so its controls do not move once shown; the diffs, at the
+  // bottom, follow.
+  showStatus(status);
+  await Promise.all([follow(), loadTranscript(), reviewing ? loadChanges() : null]);
   page("Attempt " + short(attemptID),
     h("div", {class: "row between"}, may("get_task") ? h("a", {href: "#/task/" + status.task_id}, "← Task") : h("a", {href: "#/"}, "← My work"),
       h("span", {id: "live", class: "live", hidden: true})),
@@ -231,8 +236,7 @@ async function attemptView(attemptID, r) {
       h("h2", {id: "review-title"}, "Review the changes"), h("div", {class: "card"}, changes),
       h("div", {class: "row between"}, modeButtons, h("span", {class: "muted"}, "Comment on a line: its number's + button")), diff,
       may("request_changes") || may("approve_attempt") ? reviewBar : null) : null);
-  showStatus(status);
-  await Promise.all([follow(), loadTranscript(), reviewing ? loadChanges().then(() => loadDiff(true)) : null]);
+  if (reviewing) await loadDiff(true);
   if (r && r.rest[0] === "review") document.getElementById("review")?.scrollIntoView();
 
   let shownState = status.state;

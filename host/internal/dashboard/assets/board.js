@@ -56,8 +56,11 @@ async function boardView(projectID, r) {
     const t = await call("create_task", {project_id: current.project_id, title: title.value, description: desc.value});
     if (t) { title.value = ""; desc.value = ""; clearError(); load(); }
   });
-  page("Board", h("div", {class: "row between"}, h("span", {id: "live", class: "live", hidden: true}), null),
-    toolbar, board, h("p", {id: "drag-help", class: "sr-only"}, "Drag to another column, or press Shift and an arrow key, to change the task's status."), may("create_task") ? create : null, state.me.operator ? projectForms(current) : null);
+  const truncated = h("div", {class: "notice", id: "truncated", role: "status", hidden: true});
+  // The cards are read before the page is drawn (below), so the forms under
+  // the board do not move once shown.
+  const draw = () => page("Board", h("div", {class: "row between"}, h("span", {id: "live", class: "live", hidden: true}), null),
+    truncated, toolbar, board, h("p", {id: "drag-help", class: "sr-only"}, "Drag to another column, or press Shift and an arrow key, to change the task's status."), may("create_task") ? create : null, state.me.operator ? projectForms(current) : null);
 
   // cards keeps each shown card by task id, with the JSON it was drawn
   // from: a load redraws only the cards whose task changed, and moves a
@@ -121,9 +124,8 @@ async function boardView(projectID, r) {
         if (focused && want.includes(focused)) focused.focus();
       }
     }
-    if (data.result.truncated && !document.getElementById("truncated")) {
-      main().prepend(h("div", {class: "notice", id: "truncated", role: "status"}, `Showing the newest ${tasks.length} tasks of the project.`));
-    }
+    truncated.hidden = !data.result.truncated;
+    truncated.textContent = `Showing the newest ${tasks.length} tasks of the project.`;
     const execs = [...new Set(tasks.map(executorOf).filter(Boolean))].sort();
     if (wantExec && !execs.includes(wantExec)) execs.push(wantExec);
     fill(fExec, h("option", {value: ""}, "any executor"), execs.map((e) => h("option", {value: e, selected: e === wantExec}, e)));
@@ -151,6 +153,8 @@ async function boardView(projectID, r) {
   enableDrag(board, (taskID, status) => { const c = cards.get(taskID); if (c) setStatus(c, status); });
 
   await load();
+  draw();
+  tickClocks();
   watch({project: current.project_id}, () => load());
   every(1000, tickClocks);
 }
@@ -316,12 +320,13 @@ async function taskView(taskID) {
       : h("p", {class: "muted"}, "No attempt yet."));
   });
 
+  // Everything the page shows is read before it is drawn: content filled
+  // in afterwards would move the controls under a pointer about to click.
+  const [, start] = await Promise.all([loadAttempts(), may("start_task_attempt") ? startAttemptForm(task) : null]);
   page(task.title, h("div", {class: "row between"}, h("a", {href: "#/project/" + task.project_id}, "← Board"), h("span", {id: "live", class: "live", hidden: true})),
     info, may("update_task") ? editTaskForm(task, showInfo) : null,
-    h("h2", {}, "Attempts"), attemptsBox,
-    may("start_task_attempt") ? await startAttemptForm(task) : null,
+    h("h2", {}, "Attempts"), attemptsBox, start,
     may("update_task") || may("delete_task") ? dangerZone(task) : null);
-  await loadAttempts();
   watch({project: task.project_id}, async () => {
     const t = await tryCall("get_task", {task_id: taskID});
     if (t.error) {
