@@ -12,6 +12,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 src=conformance/agents
 cache=$PWD/.cache/agent-clis
 
+# Test packages run in parallel and each may call this: one installs at a
+# time (the lock), the others then find the install done.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9
 # The stamp is a copy of the lockfile written after a finished install.
 stamp=$cache/.installed-package-lock.json
 if ! cmp -s "$src/package-lock.json" "$stamp" ||

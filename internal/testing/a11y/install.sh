@@ -11,19 +11,25 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 src=internal/testing/a11y
 cache=$PWD/.cache/a11y
 
-if ! cmp -s "$src/package-lock.json" "$cache/package-lock.json" ||
+# Test packages run in parallel and each may call this: one installs at a
+# time (the lock), the others then find the install done.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9
+if ! cmp -s "$src/package-lock.json" "$cache/.installed-lock.json" ||
 	[ ! -s "$cache/node_modules/axe-core/axe.min.js" ]; then
 	command -v npm >/dev/null || { echo "a11y: npm is needed to install axe-core for the accessibility checks" >&2; exit 1; }
 	echo "==> installing axe-core into .cache/a11y" >&2
 	mkdir -p "$cache"
-	# The lockfile is copied last: it is the stamp of a finished install.
-	rm -f "$cache/package-lock.json"
+	# .installed-lock.json is the stamp of a finished install: removed
+	# first, written once npm ci has succeeded.
+	rm -f "$cache/.installed-lock.json"
 	cp "$src/package.json" "$cache/package.json"
-	cp "$src/package-lock.json" "$cache/package-lock.json.new"
-	mv "$cache/package-lock.json.new" "$cache/package-lock.json"
+	cp "$src/package-lock.json" "$cache/package-lock.json"
 	if ! (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error >&2); then
-		rm -f "$cache/package-lock.json"
 		exit 1
 	fi
+	cp "$cache/package-lock.json" "$cache/.installed-lock.json.new"
+	mv "$cache/.installed-lock.json.new" "$cache/.installed-lock.json"
 fi
 echo "$cache"
