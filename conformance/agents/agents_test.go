@@ -41,6 +41,11 @@ type cli struct {
 	// notReason matches what must never be the reason (a refusal the
 	// profile exists to avoid).
 	notReason *regexp.Regexp
+	// oneAtATime: the CLI's runs share one state database in the home
+	// directory that does not take two writers (OpenCode's SQLite fails a
+	// run with "database is locked"), so its runs here go one after the
+	// other, as a user running one at a time would see them.
+	oneAtATime bool
 }
 
 var clis = []cli{
@@ -53,7 +58,7 @@ var clis = []cli{
 	// OpenCode picks its provider from the credentials it finds: with
 	// Gemini's dummy key in the environment it asks for Google's.
 	{executor: "OPENCODE", reason: regexp.MustCompile(`(?i)Cannot connect to API|Unable to connect|fetch failed|ECONNREFUSED|Failed to fetch|API key is missing`),
-		mayComplete: true},
+		mayComplete: true, oneAtATime: true},
 	{executor: "QWEN_CODE", reason: regexp.MustCompile(`No auth type is selected`)},
 }
 
@@ -196,6 +201,18 @@ func TestAgentCLIs(t *testing.T) {
 	// Every run at once: the CLIs mostly wait on the network, and
 	// t.Parallel would hold them to -parallel (the number of cores). t.Run
 	// may be called from several goroutines.
+	turns := map[string]*sync.Mutex{}
+	for _, c := range clis {
+		turns[c.executor] = &sync.Mutex{}
+	}
+	// takeTurn holds a oneAtATime CLI's turn for the length of a subtest.
+	takeTurn := func(c cli) func() {
+		if !c.oneAtATime {
+			return func() {}
+		}
+		turns[c.executor].Lock()
+		return turns[c.executor].Unlock
+	}
 	t.Run("runs", func(t *testing.T) {
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -206,6 +223,7 @@ func TestAgentCLIs(t *testing.T) {
 				// beside this one on a 2-core machine.
 				time.Sleep(time.Duration(i) * 1500 * time.Millisecond)
 				t.Run(j.cli.executor+"/"+j.variant, func(t *testing.T) {
+					defer takeTurn(j.cli)()
 					started := mc.call(t, "start_task_attempt", map[string]any{"task_id": j.task, "executor": j.cli.executor, "variant": j.variant})
 					attempt := started.str("attempt_id")
 					checkRun(t, mc, j.cli, attempt, "first run")
@@ -224,6 +242,7 @@ func TestAgentCLIs(t *testing.T) {
 				// checks.
 				time.Sleep(time.Duration(len(jobs))*1500*time.Millisecond + 10*time.Second)
 				t.Run(c.executor+"/stop", func(t *testing.T) {
+					defer takeTurn(c)()
 					started := mc.call(t, "start_task_attempt", map[string]any{"task_id": stopTasks[c.executor], "executor": c.executor})
 					attempt := started.str("attempt_id")
 					time.Sleep(3 * time.Second) // let the CLI get going (or, for some, end)

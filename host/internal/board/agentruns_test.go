@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/plugboard/plugboard/abi"
 	"github.com/plugboard/plugboard/host/internal/store"
@@ -125,10 +126,26 @@ echo "final answer for: $(echo "$prompt" | head -c 40)"
 	if _, err := f.b.FollowUp(ctx, FollowUpArgs{Action: ActionSend, AttemptID: res.AttemptID, Prompt: "second prompt"}); err != nil {
 		t.Fatal(err)
 	}
-	st := settle(t, f.b, res.AttemptID)
-	if st.State != StateCompleted {
-		t.Fatalf("after the fresh run: %+v", st)
+	// An agent polls get_attempt_status until the state is no longer
+	// running: between the failed resume and the fresh run it must never
+	// read failed, or the agent stops there with the CLI's resume error.
+	var st StatusResult
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		st, err = f.b.GetAttemptStatus(ctx, AttemptArgs{AttemptID: res.AttemptID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != StateRunning && st.State != StateIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempt still running: %+v", st)
+		}
 	}
+	if st.State != StateCompleted {
+		t.Fatalf("the first state after running that a poller reads: %+v (want completed, by the fresh run)", st)
+	}
+	settle(t, f.b, res.AttemptID)
 	procs, err := f.b.Store().AttemptProcesses(ctx, res.AttemptID)
 	if err != nil {
 		t.Fatal(err)

@@ -130,7 +130,7 @@ func (c *chain) launch(ctx context.Context, sess store.Session, input string) (s
 	}
 	if resumed {
 		spec.resumeMissing = c.profile.ResumeMissing
-		spec.onResumeMissing = func(p store.Process) { c.freshRun(sess, p) }
+		spec.onResumeMissing = func(p store.Process, record func() store.Process) { c.freshRun(sess, p, record) }
 	}
 	return c.b.spawn(ctx, spec)
 }
@@ -145,11 +145,13 @@ func durationOr(d, fallback time.Duration) time.Duration {
 // freshRun follows a resumed run that failed because the CLI has no such
 // session (it never saved a turn): the agent session id is forgotten and
 // the agent starts a new session told the conversation so far, so the
-// follow-up is not lost. The failed run stays in the log as it happened.
-func (c *chain) freshRun(sess store.Session, failed store.Process) {
+// follow-up is not lost. The failed run stays in the log as it happened;
+// record records its end, once the fresh run exists (so the attempt never
+// reads as failed in between) or once no fresh run will follow.
+func (c *chain) freshRun(sess store.Session, failed store.Process, record func() store.Process) {
 	ctx := background()
 	if c.b.stopping(c.attempt.ID) {
-		c.afterAgent(sess, failed)
+		c.afterAgent(sess, record())
 		return
 	}
 	c.b.log.Info("agent session to resume not found; starting a fresh run with the conversation so far",
@@ -162,11 +164,12 @@ func (c *chain) freshRun(sess store.Session, failed store.Process) {
 		fresh := sess
 		fresh.AgentSessionID = ""
 		if _, err = c.launch(ctx, fresh, input); err == nil {
+			record()
 			return
 		}
 	}
 	c.b.log.Error("start fresh run after missing agent session", "session_id", sess.ID, "err", err)
-	c.afterAgent(sess, failed)
+	c.afterAgent(sess, record())
 }
 
 // maxConversationTurns bounds how much of a session's history a fresh run

@@ -58,8 +58,12 @@ type spawnSpec struct {
 	// onExit runs after the end is recorded, with the final row.
 	onExit func(store.Process)
 	// onResumeMissing, when set, runs instead of onExit for a run that
-	// failed after printing one of resumeMissing.
-	onResumeMissing func(store.Process)
+	// failed after printing one of resumeMissing. It gets the run's row
+	// before its end is recorded, and record, which records it and
+	// returns the final row: the fresh run it starts must exist before
+	// the failed one ends, or get_attempt_status would show the attempt
+	// failed in between (an agent polling for the end would stop there).
+	onResumeMissing func(failed store.Process, record func() store.Process)
 	// repos are the attempt's clones and profile its coding agent's
 	// profile (nil for scripts): what the sandbox grants (confinement).
 	repos   []store.AttemptRepo
@@ -170,24 +174,29 @@ func (b *Board) supervise(r *run, pump *logPump, s spawnSpec) {
 			reason = withAgentReason(reason, pump.norm.FailureReason())
 		}
 	}
-	if err := b.store.FinishProcess(ctx, r.row.ID, status, exit, reason); err != nil {
-		b.log.Error("record process end", "execution_process_id", r.row.ID, "err", err)
-	}
-	b.store.TouchAttempt(ctx, r.row.AttemptID)
-	b.log.Info("process ended", "execution_process_id", r.row.ID, "status", status, "exit_code", res.ExitCode, "reason", reason)
-	b.mu.Lock()
-	delete(b.running, r.row.ID)
-	b.mu.Unlock()
-	final, err := b.store.GetProcess(ctx, r.row.ID)
-	if err != nil {
-		final = r.row
-		final.Status = status
+	record := func() store.Process {
+		if err := b.store.FinishProcess(ctx, r.row.ID, status, exit, reason); err != nil {
+			b.log.Error("record process end", "execution_process_id", r.row.ID, "err", err)
+		}
+		b.store.TouchAttempt(ctx, r.row.AttemptID)
+		b.log.Info("process ended", "execution_process_id", r.row.ID, "status", status, "exit_code", res.ExitCode, "reason", reason)
+		b.mu.Lock()
+		delete(b.running, r.row.ID)
+		b.mu.Unlock()
+		final, err := b.store.GetProcess(ctx, r.row.ID)
+		if err != nil {
+			final = r.row
+			final.Status = status
+		}
+		return final
 	}
 	switch {
 	case s.onResumeMissing != nil && status == store.ProcFailed && pump.sawResumeMissing.Load():
-		s.onResumeMissing(final)
+		s.onResumeMissing(r.row, sync.OnceValue(record))
 	case s.onExit != nil:
-		s.onExit(final)
+		s.onExit(record())
+	default:
+		record()
 	}
 	close(r.recorded)
 }
