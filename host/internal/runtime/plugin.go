@@ -257,6 +257,9 @@ func (p *Plugin) Close(ctx context.Context) error {
 		p.code.mu.Lock()
 		if cm := p.code.compiled; cm != nil {
 			err = cm.Close(ctx)
+			// An interpreted copy holds tens of MB of the
+			// interpreter's code; a compiled one its machine code.
+			p.engine.returnMemory()
 		}
 		p.code.compiled, p.code.live = nil, 0
 		p.code.mu.Unlock()
