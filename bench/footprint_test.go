@@ -32,16 +32,18 @@ import (
 // plugboard serving echo alone). Each sub-benchmark does its whole
 // measurement once per iteration (fixed call counts; `-benchtime 1x` runs
 // each once) and reports the last iteration's figures as metrics; the
-// parent logs every row as one table. docs/BENCHMARKS.md section 11
-// records the figures.
+// last, summary, prints the issue's seven rows (issue 31) with their goals
+// as one table, and every other row as a second. docs/BENCHMARKS.md
+// section 11 records the figures.
 func BenchmarkFootprint(b *testing.B) {
-	t := &footprintTable{}
-	// summary logs every row measured above as one table (a parent
-	// benchmark's own log is not printed once it has sub-benchmarks).
+	t := &footprintTable{goals: newGoalRows()}
+	// summary prints the issue's seven rows as one table, then every other
+	// row measured above as a second one (a parent benchmark's own log is
+	// not printed once it has sub-benchmarks).
 	defer b.Run("summary", func(b *testing.B) {
 		for b.Loop() {
 		}
-		t.log(b)
+		t.print()
 	})
 
 	// idle-rss: process start, initialize, tools/list, then the settle of
@@ -116,7 +118,18 @@ func BenchmarkFootprint(b *testing.B) {
 			fmt.Sprintf("%.1f MiB", pbRSS), fmt.Sprintf("%.1f MiB", nRSS))
 		t.add("echo 1 KiB p50, plain JSON-RPC: 7 plugins | native (ratio) / Node",
 			fmtDur(pbP50), fmt.Sprintf("%s (x%.2f)", fmtDur(nP50), float64(pbP50)/float64(nP50)))
+		r := float64(pbP50) / float64(nP50)
+		t.goal(goalEchoStdio, fmtDur(pbP50), fmtDur(nP50), xRatio(r), r <= 1.1)
 	})
+
+	// http/8-sessions: streamable HTTP, 8 concurrent go-sdk sessions,
+	// calls/s of plugboard (every first-party plugin) and native
+	// (benchHTTPSessions).
+	b.Run("http/8-sessions", func(b *testing.B) { benchHTTPSessions(b, t) })
+
+	// rss/warmed: RSS 20 s after start, every plugin called once
+	// (benchRSSWarmed).
+	b.Run("rss/warmed", func(b *testing.B) { benchRSSWarmed(b, t) })
 
 	// calls/node-server-everything: the same 2,000 calls to the reference
 	// TypeScript server's echo tool ({"message": ...}), RSS after them.
@@ -150,23 +163,29 @@ func BenchmarkFootprint(b *testing.B) {
 	// call (benchTSClientEcho).
 	b.Run("ts-client/echo", func(b *testing.B) { benchTSClientEcho(b, t) })
 
+	// ts-client/list-tools-cold: the TypeScript client's first
+	// listTools() of the 30 first-party tools in a fresh Node process
+	// against a fresh server (benchListToolsCold).
+	b.Run("ts-client/list-tools-cold", func(b *testing.B) { benchListToolsCold(b, t) })
+
 	// wasm-size: the size of the .wasm files users install.
 	b.Run("wasm-size", func(b *testing.B) {
 		_, wasm := buildtest.Plugins(b, "plugins/echo", "plugins/tasks-read")
-		sizes := map[string]float64{}
+		sizes := map[string]float64{} // bytes
 		for b.Loop() {
 			for _, name := range []string{"echo", "tasks-read"} {
 				fi, err := os.Stat(wasm[name])
 				if err != nil {
 					b.Fatal(err)
 				}
-				sizes[name] = float64(fi.Size()) / (1 << 20)
+				sizes[name] = float64(fi.Size())
 			}
 		}
 		for _, name := range []string{"echo", "tasks-read"} {
-			b.ReportMetric(sizes[name], name+"-MiB")
-			t.add(".wasm size: echo / tasks-read", fmt.Sprintf("%.2f MiB", sizes[name]), "")
+			b.ReportMetric(sizes[name]/(1<<20), name+"-MiB")
+			t.add(".wasm size: echo / tasks-read", fmt.Sprintf("%.2f MiB", sizes[name]/(1<<20)), "")
 		}
+		t.goal(goalWasm, mb(sizes["echo"]), "", "", sizes["echo"] <= 2.5e6)
 	})
 
 	// first-call: process start until the first echo call is answered, all
@@ -195,6 +214,8 @@ func BenchmarkFootprint(b *testing.B) {
 		b.ReportMetric(float64(warm.Nanoseconds()), "warm-cache-ns")
 		t.add("first echo call from process start: empty / warm compile cache", fmtDur(cold), "")
 		t.add("first echo call from process start: empty / warm compile cache", fmtDur(warm), "")
+		t.goal(goalFirstWarm, fmtDur(warm), "", "", warm <= 20*time.Millisecond)
+		t.goal(goalFirstEmpty, fmtDur(cold), "", "", cold <= 250*time.Millisecond)
 	})
 
 	// The issue's in-process rows, from their packages' benchmarks.
@@ -282,8 +303,10 @@ type rpcServer struct {
 	out    *bufio.Reader
 	stderr *clitest.SyncBuffer
 	data   string // --data of a plugboard serve, "" otherwise
-	id     int
-	done   bool
+	// started is the time just before the process was started.
+	started time.Time
+	id      int
+	done    bool
 }
 
 // startRPC starts the command and completes the MCP initialize handshake.
@@ -305,6 +328,7 @@ func startRPC(tb testing.TB, name string, args ...string) *rpcServer {
 		tb.Fatal(err)
 	}
 	s.out = bufio.NewReaderSize(stdout, 64<<10)
+	s.started = time.Now()
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -478,13 +502,13 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
-// footprintTable collects BenchmarkFootprint's rows for one log table,
-// short enough that go test prints it whole without -v (it cuts a
-// benchmark's log after 10 lines): a figure added to a row already there
-// joins its cell with " / ".
+// footprintTable collects BenchmarkFootprint's rows: the issue's seven
+// (goals, see goal) and the others (add), where a figure added to a row
+// already there joins its cell with " / ".
 type footprintTable struct {
-	mu   sync.Mutex
-	rows [][3]string
+	mu    sync.Mutex
+	goals []goalRow
+	rows  [][3]string
 }
 
 func (t *footprintTable) add(row, plugboard, reference string) {
@@ -506,20 +530,15 @@ func (t *footprintTable) add(row, plugboard, reference string) {
 	t.rows = append(t.rows, [3]string{row, plugboard, reference})
 }
 
-func (t *footprintTable) log(b *testing.B) {
+// print writes both tables to stdout: go test cuts a benchmark's log
+// (b.Log) after 10 lines, and the two tables are longer.
+func (t *footprintTable) print() {
+	t.writeGoals(os.Stdout)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.rows) == 0 {
-		return
-	}
-	w := len("row")
+	cells := [][]string{{"row", "plugboard", "reference"}}
 	for _, r := range t.rows {
-		w = max(w, len(r[0]))
+		cells = append(cells, r[:])
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "footprint:\n%-*s | %-27s | %s\n", w, "row", "plugboard", "reference")
-	for _, r := range t.rows {
-		fmt.Fprintf(&sb, "%-*s | %-27s | %s\n", w, r[0], r[1], r[2])
-	}
-	b.Log(sb.String())
+	writeCells(os.Stdout, "footprint, other rows:", cells)
 }

@@ -113,7 +113,7 @@ func (p *Plugin) cachedBefore() bool {
 		return true
 	}
 	wasm, err := p.wasm()
-	return err == nil && p.engine.Cached(wasm)
+	return err == nil && p.cached(wasm)
 }
 
 // compile is Runtime without telling the warm-up that a call waits.

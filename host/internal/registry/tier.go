@@ -47,7 +47,7 @@ func (p *Plugin) interpreted(ctx context.Context) *runtime.Plugin {
 	}
 	p.tier.once.Do(func() {
 		wasm, err := p.wasm()
-		if err != nil || p.engine.Cached(wasm) || p.compiled.Load() {
+		if err != nil || p.cached(wasm) || p.compiled.Load() {
 			return
 		}
 		rt, err := p.interp.CompileWith(context.WithoutCancel(ctx), p.Name(), wasm, opts)

@@ -60,11 +60,11 @@ func (p *Plugin) releasable() bool {
 
 // setCompiled records a freshly compiled module and what is read from it
 // once.
-func (p *Plugin) setCompiled(cm wazero.CompiledModule, wasm []byte) {
+func (p *Plugin) setCompiled(cm wazero.CompiledModule, sum [sha256.Size]byte) {
 	c := &p.code
 	c.compiled = cm
 	c.lastUsed = time.Now()
-	c.sum = sha256.Sum256(wasm)
+	c.sum = sum
 	c.exports = map[string]bool{}
 	for name := range cm.ExportedFunctions() {
 		c.exports[name] = true
@@ -112,7 +112,7 @@ func (p *Plugin) loadCode(ctx context.Context) (wazero.CompiledModule, error) {
 		return nil, fail(fmt.Errorf("the file no longer holds the module that was loaded"))
 	}
 	done := p.engine.timeCompile(p.name, wasm)
-	instrumented, err := p.engine.instrument(wasm)
+	instrumented, err := p.engine.instrument(wasm, p.code.sum)
 	if err != nil {
 		done(err)
 		return nil, fail(err)
