@@ -3,7 +3,11 @@ package bench
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"testing"
+
+	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // The issue's seven rows (issue 31, "Footprint, second pass"), in its
@@ -125,3 +129,15 @@ func mb(bytes float64) string { return fmt.Sprintf("%.2f MB", bytes/1e6) }
 
 // xRatio formats a ratio as the issue does (1.34×).
 func xRatio(r float64) string { return fmt.Sprintf("%.2f×", r) }
+
+// plugboardBinary is the plugboard binary the footprint rows measure: the
+// working tree's, or $PLUGBOARD_BENCH_BINARY — a binary built from another
+// commit, so that the same benchmark measures before and after on the same
+// machine in one sitting (docs/BENCHMARKS.md section 11 has the commands).
+func plugboardBinary(b *testing.B) string {
+	if bin := os.Getenv("PLUGBOARD_BENCH_BINARY"); bin != "" {
+		b.Logf("measuring %s ($PLUGBOARD_BENCH_BINARY)", bin)
+		return bin
+	}
+	return buildtest.Binary(b)
+}

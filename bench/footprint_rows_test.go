@@ -48,7 +48,7 @@ const (
 // load drift hits both; the median round of each is reported.
 func benchHTTPSessions(b *testing.B, t *footprintTable) {
 	dir, _ := footprintPlugins(b, 7)
-	bin, native := buildtest.Binary(b), nativeEchoBinary(b)
+	bin, native := plugboardBinary(b), nativeEchoBinary(b)
 	var pbRate, nvRate float64
 	var pbRates, nvRates []float64
 	for b.Loop() {
@@ -248,7 +248,7 @@ const rssWarmedAfter = 20 * time.Second
 // before the sample).
 func benchRSSWarmed(b *testing.B, t *footprintTable) {
 	dir, _ := footprintPlugins(b, 7)
-	bin, native := buildtest.Binary(b), nativeEchoBinary(b)
+	bin, native := plugboardBinary(b), nativeEchoBinary(b)
 	var pbRSS, nvRSS float64
 	for b.Loop() {
 		pb := startRPC(b, bin, "serve", "--plugins", dir, "--data", b.TempDir())
@@ -301,7 +301,7 @@ func benchListToolsCold(b *testing.B, t *footprintTable) {
 		b.Skipf("TypeScript-client row skipped: @modelcontextprotocol/sdk is not installed: %v", err)
 	}
 	plugins, _ := footprintPlugins(b, 7)
-	bin := buildtest.Binary(b)
+	bin := plugboardBinary(b)
 	var def, nowarm listToolsCold
 	for b.Loop() {
 		def = runListToolsCold(b, dir, bin, "serve", "--plugins", plugins, "--data", "-")

@@ -51,7 +51,7 @@ func BenchmarkFootprint(b *testing.B) {
 	for _, n := range []int{1, 7, 30} {
 		b.Run(fmt.Sprintf("idle-rss/plugboard-%d", n), func(b *testing.B) {
 			dir, count := footprintPlugins(b, n)
-			bin := buildtest.Binary(b)
+			bin := plugboardBinary(b)
 			var rss float64
 			for b.Loop() {
 				srv := startRPC(b, bin, "serve", "--plugins", dir, "--data", b.TempDir())
@@ -85,7 +85,7 @@ func BenchmarkFootprint(b *testing.B) {
 	// after the calls.
 	b.Run("calls/plugboard-vs-native", func(b *testing.B) {
 		dir, _ := footprintPlugins(b, 7)
-		bin, native := buildtest.Binary(b), nativeEchoBinary(b)
+		bin, native := plugboardBinary(b), nativeEchoBinary(b)
 		var pbRSS, nRSS float64
 		var pbP50, nP50 time.Duration
 		for b.Loop() {
@@ -193,7 +193,7 @@ func BenchmarkFootprint(b *testing.B) {
 	// a new process on the data directory of a finished run (warm cache).
 	b.Run("first-call", func(b *testing.B) {
 		dir, _ := footprintPlugins(b, 7)
-		bin := buildtest.Binary(b)
+		bin := plugboardBinary(b)
 		first := func(data string) (time.Duration, *rpcServer) {
 			t0 := time.Now()
 			srv := startRPC(b, bin, "serve", "--plugins", dir, "--data", data)

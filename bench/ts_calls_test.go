@@ -33,7 +33,7 @@ func benchTSClientEcho(b *testing.B, t *footprintTable) {
 		b.Skipf("TypeScript-client row skipped: @modelcontextprotocol/sdk is not installed: %v", err)
 	}
 	plugins, _ := footprintPlugins(b, 1)
-	bin, native := buildtest.Binary(b), nativeEchoBinary(b)
+	bin, native := plugboardBinary(b), nativeEchoBinary(b)
 	var res map[string]tsCallStats
 	var versions string
 	for b.Loop() {

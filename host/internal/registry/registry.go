@@ -999,6 +999,7 @@ func (r *Registry) warm(ctx context.Context, plugins []*Plugin, parallel int, lo
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
+				inBackground()
 				if p.cachedBefore() {
 					return
 				}
