@@ -999,7 +999,6 @@ func (r *Registry) warm(ctx context.Context, plugins []*Plugin, parallel int, lo
 			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				inBackground()
 				if p.cachedBefore() {
 					return
 				}
