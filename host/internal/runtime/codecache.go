@@ -92,6 +92,13 @@ type codeCache struct {
 	// settled stamp to that stamp: while the stat is the same, the file
 	// is too.
 	trusted map[string]fileStamp
+	// known holds every file this process has kept at a check or signed,
+	// until a check deletes it. Signing after a compilation passes over
+	// them: with two compilations at once, a file the other one wrote
+	// and signed is not new to this one, and one rewritten since (by a
+	// writer of the host's user) must be deleted by the next check, not
+	// adopted.
+	known map[string]bool
 }
 
 // fileStamp is what changes whenever a file's content is written: its
@@ -160,7 +167,7 @@ func newCompilationCache(cfg Config) (wazero.CompilationCache, *codeCache, error
 		return nil, nil, fmt.Errorf("compilation cache %s: %w", cfg.CacheDir, err)
 	}
 	code := &codeCache{dir: filepath.Join(dir, wazeroCacheSubdir()), key: cfg.CacheKey, log: cfg.Logger,
-		now: time.Now, trusted: map[string]fileStamp{}}
+		now: time.Now, trusted: map[string]fileStamp{}, known: map[string]bool{}}
 	return cache, code, nil
 }
 
@@ -194,12 +201,11 @@ func (e *Engine) compileModule(ctx context.Context, instrumented []byte) (wazero
 		defer e.returnMemory()
 		return e.rt.CompileModule(ctx, instrumented)
 	}
-	checked, err := e.code.verify()
-	if err != nil {
+	if _, err := e.code.verify(); err != nil {
 		return nil, fmt.Errorf("compiled-code cache: %w", err)
 	}
 	cm, err := e.rt.CompileModule(ctx, instrumented)
-	if e.code.sign(checked) > 0 {
+	if e.code.sign() > 0 {
 		// A compilation, not a cache load: wazero's compiler leaves
 		// hundreds of MB of garbage per Go guest (SSA, register
 		// allocation), which the runtime would hand back to the system
@@ -230,12 +236,13 @@ func (c *codeCache) verify() (map[string]bool, error) {
 	return kept, nil
 }
 
-// sign signs the cache files that appeared since verify listed checked and
-// have no valid signature: those wazero has just written. A file verify
-// kept is never signed here, whatever happened to it since: a file
-// rewritten under a name the host had checked is deleted by the next
+// sign signs the cache files this process has not kept or signed before
+// and that have no valid signature: those wazero has just written. A file
+// a check kept, or this process signed (another compilation running at
+// the same time), is never signed here, whatever happened to it since: a
+// file rewritten under a name the host had checked is deleted by the next
 // verify, not adopted. It returns how many new files it found.
-func (c *codeCache) sign(checked map[string]bool) (found int) {
+func (c *codeCache) sign() (found int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names, err := c.entries()
@@ -244,13 +251,15 @@ func (c *codeCache) sign(checked map[string]bool) (found int) {
 		return 0
 	}
 	for _, name := range names {
-		if checked[name] {
+		if c.known[name] {
 			continue
 		}
 		found++
 		if err := c.adopt(name); err != nil {
 			c.log.Warn("compiled-code cache file not signed; it is compiled again at the next load", "path", filepath.Join(c.dir, name), "err", err)
+			continue
 		}
+		c.known[name] = true
 	}
 	return found
 }
@@ -326,12 +335,14 @@ func (c *codeCache) valid(name string) (bool, error) {
 	// lstat.
 	if fi, err := os.Lstat(filepath.Join(c.dir, name)); err == nil && fi.Mode().IsRegular() {
 		if st := stampOf(fi); st.ok && c.trusted[name] == st {
+			c.known[name] = true
 			return true, nil
 		}
 	}
 	f, st, err := c.open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		delete(c.trusted, name)
+		delete(c.known, name)
 		return true, nil // gone: nothing for wazero to read
 	}
 	if err != nil {
@@ -344,6 +355,7 @@ func (c *codeCache) valid(name string) (bool, error) {
 	}
 	if sc.stamp == st && sc.settled() {
 		c.trusted[name] = st
+		c.known[name] = true
 		return true, nil
 	}
 	sum, err := hashFile(f)
@@ -353,6 +365,7 @@ func (c *codeCache) valid(name string) (bool, error) {
 	if err := c.writeSidecar(name, sum, st); err != nil {
 		c.log.Debug("compiled-code cache file not signed again", "path", filepath.Join(c.dir, name), "err", err)
 	}
+	c.known[name] = true
 	return true, nil
 }
 
@@ -389,6 +402,7 @@ func hashFile(f *os.File) ([sha256.Size]byte, error) {
 // drop deletes a cache file and its sidecar, and forgets it.
 func (c *codeCache) drop(name string) error {
 	delete(c.trusted, name)
+	delete(c.known, name)
 	path := filepath.Join(c.dir, name)
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("a file that failed its check could not be deleted: %w", err)

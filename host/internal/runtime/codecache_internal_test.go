@@ -45,7 +45,7 @@ func newTestCodeCache(t testing.TB, n, size int) *codeCache {
 	}
 	c := freshCodeCache(dir)
 	c.now = later
-	c.sign(nil)
+	c.sign()
 	return c
 }
 
@@ -56,7 +56,7 @@ func later() time.Time { return time.Now().Add(time.Hour) }
 // checked yet.
 func freshCodeCache(dir string) *codeCache {
 	return &codeCache{dir: dir, key: bytes.Repeat([]byte{7}, 32), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: time.Now, trusted: map[string]fileStamp{}}
+		now: time.Now, trusted: map[string]fileStamp{}, known: map[string]bool{}}
 }
 
 // TestCodeCacheFreshProcess: a new process trusts signed files by their
@@ -155,7 +155,7 @@ func BenchmarkCodeCache(b *testing.B) {
 		for b.Loop() {
 			delete(big.trusted, name)
 			os.Remove(filepath.Join(big.dir, name+sidecarExt))
-			big.sign(nil)
+			big.sign()
 		}
 	})
 }
@@ -183,7 +183,7 @@ func TestCodeCacheSignsOnlyNewFiles(t *testing.T) {
 	}
 	fresh := filepath.Join(c.dir, strings.Repeat("ab", sha256.Size))
 	os.WriteFile(fresh, []byte("written by the compilation"), 0o600)
-	c.sign(kept)
+	c.sign()
 	if _, err := os.Stat(planted + sidecarExt); err == nil {
 		t.Fatal("the signing adopted a file the check had kept and a writer replaced")
 	}
@@ -195,5 +195,70 @@ func TestCodeCacheSignsOnlyNewFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(planted); err == nil {
 		t.Fatal("the next check kept the replaced file")
+	}
+}
+
+// TestCodeCacheConcurrentCompilations: two compilations at once. The first
+// checks the cache; the second writes its file and signs it; a writer of
+// the host's user then replaces that file (sidecar removed). The first's
+// signing must not adopt it as its own new file — it did, when signing
+// passed over only the names of its own check, and the next start fed the
+// planted bytes to wazero (a CI run of TestSignedCachesWithSandboxOff).
+func TestCodeCacheConcurrentCompilations(t *testing.T) {
+	c := newTestCodeCache(t, 1, 64)
+	if _, err := c.verify(); err != nil { // the first compilation's check
+		t.Fatal(err)
+	}
+	other := filepath.Join(c.dir, strings.Repeat("cd", sha256.Size))
+	if err := os.WriteFile(other, []byte("the second compilation's code"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.sign(); n != 1 { // the second compilation's signing
+		t.Fatalf("the second compilation's signing found %d new files, want 1", n)
+	}
+	os.Remove(other + sidecarExt)
+	if err := os.WriteFile(other+".swap", []byte("planted"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other+".swap", other); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.sign(); n != 0 { // the first compilation's signing
+		t.Fatalf("the first compilation's signing adopted %d files", n)
+	}
+	if _, err := os.Stat(other + sidecarExt); err == nil {
+		t.Fatal("the replaced file was signed")
+	}
+	if _, err := freshCodeCache(c.dir).verify(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(other); err == nil {
+		t.Fatal("the next check kept the replaced file")
+	}
+}
+
+// TestCodeCacheRewrittenAfterDrop: a file a check deleted is new again
+// when wazero writes it afresh, and is signed.
+func TestCodeCacheRewrittenAfterDrop(t *testing.T) {
+	c := newTestCodeCache(t, 1, 64)
+	names, _ := c.entries()
+	path := filepath.Join(c.dir, names[0])
+	os.Remove(path + sidecarExt)
+	c = freshCodeCache(c.dir) // a new process: nothing trusted by its stat
+	if _, err := c.verify(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("an unsigned file survived the check")
+	}
+	if err := os.WriteFile(path, []byte("compiled again"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.sign(); n != 1 {
+		t.Fatalf("signing found %d new files, want 1", n)
+	}
+	kept, err := freshCodeCache(c.dir).verify()
+	if err != nil || !kept[names[0]] {
+		t.Fatalf("the file compiled again is not kept: %v, %v", kept, err)
 	}
 }
