@@ -38,6 +38,15 @@ var (
 	// the dispatcher sends (a context object makes the guest answer with
 	// structuredContent only).
 	echoInput = []byte(`{"params":{"name":"echo","arguments":` + string(echoArgs) + `},"context":{}}`)
+
+	// echoCode is 1 KiB of Go source: its newlines, tabs and quotes are
+	// escaped in the JSON of the call.
+	echoCode = strings.Repeat("\tif err != nil {\n\t\treturn fmt.Errorf(\"read %q: %w\", name, err)\n\t}\n", 16)[:1024]
+	// echoCodeInput is the call export's input for {"text": echoCode}.
+	echoCodeInput = func() []byte {
+		args, _ := json.Marshal(map[string]string{"text": echoCode})
+		return []byte(`{"params":{"name":"echo","arguments":` + string(args) + `},"context":{}}`)
+	}()
 )
 
 // latencySamples is how many individually timed calls feed median-ns and
@@ -165,6 +174,32 @@ func BenchmarkEcho(b *testing.B) {
 			return out
 		}
 		checkEchoOutput(b, call())
+		b.ReportAllocs()
+		for b.Loop() {
+			call()
+		}
+		reportLatency(b, func() { call() })
+	})
+
+	// The same, with 1 KiB of source code as the text: newlines, tabs and
+	// quotes, escaped in JSON, as most agents' arguments are.
+	b.Run("plugboard-runtime-code", func(b *testing.B) {
+		_, p := echoSet(b)
+		call := func() []byte {
+			out, err := p.Call(ctx, abi.ExportCall, echoCodeInput, plugin.CallOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return out
+		}
+		var res struct {
+			StructuredContent struct {
+				Text string `json:"text"`
+			} `json:"structuredContent"`
+		}
+		if out := call(); json.Unmarshal(out, &res) != nil || res.StructuredContent.Text != echoCode {
+			b.Fatalf("unexpected echo output: %.300s", out)
+		}
 		b.ReportAllocs()
 		for b.Loop() {
 			call()

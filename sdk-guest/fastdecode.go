@@ -21,11 +21,12 @@ import (
 // call path (measured: ~40 µs of a 1 KiB echo call). For the common shapes
 // of tool inputs — structs of strings, numbers, booleans, pointers to them
 // and nested such structs — a plan built once per type decodes the
-// arguments with the request parser's tight loops instead. Anything else
-// (escaped strings, unknown or case-folded keys, type mismatches, custom
-// unmarshalers, ",string" options, embedded structs) gives up, and the
-// caller decodes with encoding/json from scratch, so results and errors are
-// always encoding/json's. FuzzFastDecode checks that equivalence.
+// arguments with the request parser's tight loops instead, strings with
+// escapes through jsonscan.Unquote. Anything else (keys with escapes,
+// unknown or case-folded keys, type mismatches, custom unmarshalers,
+// ",string" options, embedded structs) gives up, and the caller decodes
+// with encoding/json from scratch, so results and errors are always
+// encoding/json's. FuzzFastDecode checks that equivalence.
 
 // errFallback stops the fast path; the caller decodes with encoding/json.
 var errFallback = errors.New("sdk: fall back to encoding/json")
@@ -222,7 +223,9 @@ func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
 			return err
 		}
 		if !plain || !utf8.Valid(s) {
-			return errFallback
+			if s, plain = jsonscan.Unquote(s); !plain {
+				return errFallback
+			}
 		}
 		v.SetString(string(s))
 	case kindBool:

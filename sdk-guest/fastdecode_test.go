@@ -54,6 +54,7 @@ var fastSeeds = []string{
 	`{"s":"a","s":"b"}`, `{"pn":{"a":"1"},"pn":{"b":2}}`, `{"n":{"a":"1"},"n":{"b":2}}`,
 	`{}`, ` { "s" : "ws" } `, `[]`, `"x"`, `{"s":"a"} {}`, `{"s":"a",}`, `{"\u0073":"esc"}`,
 	`{"unknown":1}`, `{"pi":-0}`, `{"f":-0.0}`, `{"u":0}`,
+	`{"s":"line\nnext \"q\" \\ \/ \ud83d\ude00 \ud83d lone","ps":"tab\there","n":{"a":"\u00e9"}}`, "{\"s\":\"bad \xff utf8\"}",
 }
 
 func FuzzFastDecode(f *testing.F) {
@@ -100,6 +101,12 @@ func TestFastDecodeMatchesEncodingJSON(t *testing.T) {
 	// The common shapes must take the fast path.
 	if fast < 10 {
 		t.Errorf("only %d seeds decoded on the fast path", fast)
+	}
+	// A string with escapes (most agents' text: code, quotes, newlines)
+	// stays on the fast path.
+	var esc fzIn
+	if !p.decodeFast([]byte(`{"s":"a\n\"b\"","n":{"a":"\u00e9"}}`), reflect.ValueOf(&esc).Elem()) || esc.S != "a\n\"b\"" || esc.N.A != "é" {
+		t.Errorf("escaped strings: fast path failed or wrong: %+v", esc)
 	}
 	var v fzIn
 	if !p.decodeFast([]byte(fastSeeds[0]), reflect.ValueOf(&v).Elem()) || v.S != "hello" || v.N.A != "x" || *v.N.B != 3 || v.PN.A != "y" || v.T.Year() != 2024 {

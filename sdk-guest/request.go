@@ -106,8 +106,10 @@ func (p *parser) name(dst *string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !plain || !utf8.Valid(s) { // encoding/json unescapes and repairs UTF-8
-		return false, nil
+	if !plain || !utf8.Valid(s) {
+		if s, plain = jsonscan.Unquote(s); !plain {
+			return false, nil
+		}
 	}
 	*dst = string(s)
 	return true, nil

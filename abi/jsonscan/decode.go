@@ -9,7 +9,8 @@ import (
 // Decode parses one JSON document into the values encoding/json produces
 // for an `any` (map[string]any, []any, string, float64, bool, nil) in one
 // validating pass. Strings with escapes or invalid UTF-8 are decoded by
-// encoding/json so the result never differs from json.Unmarshal.
+// Unquote, keys with them by encoding/json, so the result never differs
+// from json.Unmarshal.
 func Decode(b []byte) (any, error) {
 	p := Parser{B: b}
 	p.WS()
@@ -86,6 +87,9 @@ func (p *Parser) stringValue() (any, error) {
 	}
 	if plain && utf8.Valid(s) {
 		return string(s), nil
+	}
+	if u, ok := Unquote(s); ok {
+		return string(u), nil
 	}
 	var out string
 	if err := json.Unmarshal(p.B[start:p.I], &out); err != nil {
