@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"errors"
@@ -79,6 +78,9 @@ func (r *registry) call(input []byte) ([]byte, error) {
 		return nil, fmt.Errorf("sdk: call input is not a JSON call request: %w", err)
 	}
 	if req.Method != "" && req.Method != abi.MethodToolsCall {
+		if typedBuild { // no resources or prompts (refuseTyped): nothing to serve
+			return unservedMethod(r.info.Name, req.Method), nil
+		}
 		return r.method(&req), nil
 	}
 	withText := req.Context == nil
@@ -118,7 +120,7 @@ func (t *tool) encode(out any, withText bool) []byte {
 	}
 	cr := abi.CallResult{Content: res.Content}
 	if res.Structured != nil {
-		b, err := json.Marshal(res.Structured)
+		b, err := marshalJSON(res.Structured)
 		if err != nil {
 			return encodeError(&abi.Envelope{Code: abi.CodeToolError,
 				Message: "the tool's structured result could not be encoded as JSON: " + err.Error()}, withText)
@@ -131,7 +133,7 @@ func (t *tool) encode(out any, withText bool) []byte {
 	if cr.Content == nil {
 		cr.Content = []abi.Content{}
 	}
-	b, err := json.Marshal(cr)
+	b, err := marshalJSON(cr)
 	if err != nil {
 		return encodeError(&abi.Envelope{Code: abi.CodeToolError, Message: "the tool's content could not be encoded: " + err.Error()}, withText)
 	}
@@ -139,17 +141,6 @@ func (t *tool) encode(out any, withText bool) []byte {
 }
 
 var resultType = reflect.TypeFor[Result]()
-
-// decodeArguments decodes a tool's arguments, refusing unknown fields.
-// Absent or null arguments leave v at its zero value.
-func decodeArguments(args json.RawMessage, v any) error {
-	if len(args) == 0 || string(args) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
 
 // argumentError turns an argument decoding error into an invalid_argument
 // envelope that names the field when it can be told.

@@ -158,7 +158,7 @@ func plainTagName(s string) bool {
 // p's type). It returns false when encoding/json must decode data instead;
 // v may then hold part of the data.
 func (p *plan) decodeFast(data []byte, v reflect.Value) bool {
-	d := parser{jsonscan.Parser{B: data}}
+	d := parser{Parser: jsonscan.Parser{B: data}}
 	d.WS()
 	if d.I >= len(d.B) || d.B[d.I] != '{' {
 		return false
@@ -170,17 +170,96 @@ func (p *plan) decodeFast(data []byte, v reflect.Value) bool {
 	return d.I == len(d.B)
 }
 
+// decodeTyped decodes the JSON object data into v (an addressable struct
+// of p's type) without encoding/json, with encoding/json's results and the
+// errors it would give: keys with escapes or in another case are matched
+// as it matches them, and a mismatch is an *json.UnmarshalTypeError or an
+// unknown-field error. Like the json.Decoder decodeArguments uses, it
+// reads the first JSON value of data only. It serves builds with the
+// plugboard_typed tag, whose plans have no field of kindOther (typedReason
+// checks).
+func (p *plan) decodeTyped(data []byte, v reflect.Value) error {
+	d := parser{Parser: jsonscan.Parser{B: data, UnquoteKeys: true}, typed: true}
+	d.WS()
+	switch {
+	case d.I >= len(d.B):
+		return d.Fail()
+	case d.Literal("null"):
+		return nil
+	case d.B[d.I] != '{':
+		start := d.I
+		if err := d.Skip(); err != nil {
+			return err
+		}
+		return &json.UnmarshalTypeError{Value: jsonValueKind(d.B[start]), Type: v.Type(), Offset: int64(start)}
+	}
+	return d.decodeObject(p, v)
+}
+
+// jsonValueKind names the JSON value starting with c as encoding/json's
+// type errors do.
+func jsonValueKind(c byte) string {
+	switch c {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
+}
+
+// typeError reports, in a typed decode, that the value at d.I does not fit
+// field name (a Go value of type t), and consumes it.
+func (d *parser) typeError(name string, t reflect.Type) error {
+	if !d.typed {
+		return errFallback
+	}
+	start := d.I
+	if err := d.Skip(); err != nil {
+		return err
+	}
+	return &json.UnmarshalTypeError{Value: jsonValueKind(d.B[start]), Type: t, Offset: int64(start), Field: d.fieldPath(name)}
+}
+
+func (d *parser) fieldPath(name string) string {
+	if d.path == "" {
+		return name
+	}
+	return d.path + "." + name
+}
+
+// field finds key's field as encoding/json does: the exact name, else
+// (typed only) the first whose name matches case-insensitively.
+func (p *plan) field(key []byte, typed bool) (string, *fieldPlan) {
+	if f := p.fields[string(key)]; f != nil || !typed {
+		return string(key), f
+	}
+	for _, name := range p.names {
+		if bytes.EqualFold(key, []byte(name)) {
+			return name, p.fields[name]
+		}
+	}
+	return "", nil
+}
+
 // decodeObject decodes the object at d.I into v.
 func (d *parser) decodeObject(p *plan, v reflect.Value) error {
 	ok, err := d.Object(func(key []byte) (bool, error) {
-		f := p.fields[string(key)]
+		name, f := p.field(key, d.typed)
 		if f == nil {
+			if d.typed && !p.skipUnknown {
+				return false, errors.New("json: unknown field " + strconv.Quote(string(key)))
+			}
 			if !p.skipUnknown || foldsTo(key, p.names...) {
 				return false, errFallback
 			}
 			return true, d.Skip()
 		}
-		return true, d.decodeField(f, v.Field(f.index))
+		return true, d.decodeField(name, f, v.Field(f.index))
 	})
 	if err == nil && !ok { // an escaped key
 		err = errFallback
@@ -188,8 +267,11 @@ func (d *parser) decodeObject(p *plan, v reflect.Value) error {
 	return err
 }
 
-func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
+func (d *parser) decodeField(name string, f *fieldPlan, v reflect.Value) error {
 	if f.kind == kindOther {
+		if d.typed { // typedReason keeps such plans out of typed builds
+			return errors.New("sdk: field " + strconv.Quote(d.fieldPath(name)) + " needs encoding/json")
+		}
 		start := d.I
 		if err := d.Skip(); err != nil {
 			return err
@@ -211,12 +293,12 @@ func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
 		v = v.Elem()
 	}
 	if d.I >= len(d.B) {
-		return errFallback
+		return d.Fail()
 	}
 	switch f.kind {
 	case kindString:
 		if d.B[d.I] != '"' {
-			return errFallback
+			return d.typeError(name, v.Type())
 		}
 		s, plain, err := d.Str()
 		if err != nil {
@@ -235,23 +317,36 @@ func (d *parser) decodeField(f *fieldPlan, v reflect.Value) error {
 		case d.Literal("false"):
 			v.SetBool(false)
 		default:
-			return errFallback
+			return d.typeError(name, v.Type())
 		}
 	case kindInt, kindUint, kindFloat:
 		c := d.B[d.I]
 		if c != '-' && (c < '0' || c > '9') {
-			return errFallback
+			return d.typeError(name, v.Type())
 		}
 		start := d.I
 		if err := d.Number(); err != nil {
 			return err
 		}
-		return setNumber(f.kind, string(d.B[start:d.I]), v)
+		if setNumber(f.kind, string(d.B[start:d.I]), v) != nil {
+			if !d.typed {
+				return errFallback
+			}
+			return &json.UnmarshalTypeError{Value: "number " + string(d.B[start:d.I]), Type: v.Type(),
+				Offset: int64(start), Field: d.fieldPath(name)}
+		}
+		return nil
 	case kindStruct:
 		if d.B[d.I] != '{' {
-			return errFallback
+			return d.typeError(name, v.Type())
 		}
-		return d.decodeObject(f.sub, v)
+		outer := d.path
+		if d.typed {
+			d.path = d.fieldPath(name)
+		}
+		err := d.decodeObject(f.sub, v)
+		d.path = outer
+		return err
 	}
 	return nil
 }
@@ -278,17 +373,6 @@ func setNumber(kind fieldKind, lit string, v reflect.Value) error {
 			return errFallback
 		}
 		v.SetFloat(n)
-	}
-	return nil
-}
-
-// decodeStrict decodes one value with encoding/json, refusing unknown
-// fields; any error means falling back for the whole input.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if dec.Decode(v) != nil {
-		return errFallback
 	}
 	return nil
 }

@@ -1,7 +1,11 @@
 package sdk
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,4 +142,77 @@ func TestPlanShapes(t *testing.T) {
 	if newPlan(reflect.TypeFor[greetIn](), false) == nil || contextPlan == nil {
 		t.Error("no plan for ordinary structs")
 	}
+}
+
+// fzTyped is a struct whose plan has no field of kindOther: what a build
+// with the plugboard_typed tag decodes without encoding/json.
+type fzTyped struct {
+	S   string    `json:"s"`
+	B   bool      `json:"b"`
+	I   int8      `json:"i"`
+	U   uint16    `json:"u"`
+	F   float32   `json:"f"`
+	F64 float64   `json:"f64"`
+	PS  *string   `json:"ps"`
+	PI  *int64    `json:"pi,omitempty"`
+	N   fzNested  `json:"n"`
+	PN  *fzNested `json:"pn"`
+	//lint:ignore U1000 an unexported field must be ignored by both decoders
+	priv  int
+	NoTag string
+}
+
+var typedSeeds = append([]string{
+	`{"S":"folded","NOTAG":"x","N":{"A":"y"}}`, `{"\u0073":"escaped key","n":{"\u0061":"nested"}}`,
+	`{"s":"a","extra":1}`, `{"n":{"a":1}}`, `{"pn":{"b":"x"}}`, `{"i":1.5}`, `{"u":-1}`, `null`, ` null `, `null x`,
+	`[1]`, `"str"`, `12`, `true`, `{"s":"a"`, `{"b":nul}`, `{"n":[]}`, `{"f":"1"}`,
+}, fastSeeds...)
+
+// checkTypedDecode holds decodeTyped to encoding/json with unknown fields
+// refused: both succeed with the same value or both fail; on valid JSON a
+// type error names the same field and value.
+func checkTypedDecode(t *testing.T, p *plan, data []byte) {
+	t.Helper()
+	var want, got fzTyped
+	wantErr := decodeArguments(data, &want)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return // decodeArguments takes no arguments as {}
+	}
+	gotErr := p.decodeTyped(data, reflect.ValueOf(&got).Elem())
+	if (gotErr == nil) != (wantErr == nil) {
+		t.Fatalf("%q: typed err %v, encoding/json err %v", data, gotErr, wantErr)
+	}
+	if wantErr == nil {
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\ntyped         %+v\nencoding/json %+v", data, got, want)
+		}
+		return
+	}
+	var wt, gt *json.UnmarshalTypeError
+	if json.Valid(data) && errors.As(wantErr, &wt) {
+		if !errors.As(gotErr, &gt) || gt.Field != wt.Field || gt.Value != wt.Value || gt.Type != wt.Type {
+			t.Fatalf("%q: typed err %#v, encoding/json err %#v", data, gotErr, wantErr)
+		}
+	}
+	if strings.HasPrefix(wantErr.Error(), "json: unknown field") && json.Valid(data) && gotErr.Error() != wantErr.Error() {
+		t.Fatalf("%q: typed err %v, encoding/json err %v", data, gotErr, wantErr)
+	}
+}
+
+func TestTypedDecodeMatchesEncodingJSON(t *testing.T) {
+	p := newPlan(reflect.TypeFor[fzTyped](), false)
+	if reason := planReason(p, "fzTyped"); reason != "" {
+		t.Fatalf("fzTyped's plan is not complete: %s", reason)
+	}
+	for _, s := range typedSeeds {
+		checkTypedDecode(t, p, []byte(s))
+	}
+}
+
+func FuzzTypedDecode(f *testing.F) {
+	for _, s := range typedSeeds {
+		f.Add([]byte(s))
+	}
+	p := newPlan(reflect.TypeFor[fzTyped](), false)
+	f.Fuzz(func(t *testing.T, data []byte) { checkTypedDecode(t, p, data) })
 }

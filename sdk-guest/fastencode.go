@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -188,18 +187,6 @@ func isEmptyValue(v reflect.Value) bool {
 		return v.IsZero()
 	}
 	return false
-}
-
-// appendJSON appends v as encoding/json encodes it without HTML escaping.
-func appendJSON(dst []byte, v any) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // Encode's newline
 }
 
 // appendString appends s as a JSON string exactly as encoding/json does

@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
@@ -125,6 +126,7 @@ func Prompt(spec PromptSpec, get func(c *Call, args map[string]string) (*abi.Get
 }
 
 func (r *registry) resource(spec ResourceSpec, read func(c *Call, uri string) ([]abi.ResourceContents, error)) {
+	refuseTyped("Resource " + strconv.Quote(spec.URI))
 	if spec.URI == "" || spec.Name == "" || read == nil {
 		panic(fmt.Sprintf("sdk: Resource %q: uri, name and read are required", spec.URI))
 	}
@@ -137,6 +139,7 @@ func (r *registry) resource(spec ResourceSpec, read func(c *Call, uri string) ([
 }
 
 func (r *registry) resourceTemplate(spec ResourceTemplateSpec, read func(c *Call, uri string, vars map[string]string) ([]abi.ResourceContents, error)) {
+	refuseTyped("ResourceTemplate " + strconv.Quote(spec.URITemplate))
 	if spec.URITemplate == "" || spec.Name == "" || read == nil {
 		panic(fmt.Sprintf("sdk: ResourceTemplate %q: uriTemplate, name and read are required", spec.URITemplate))
 	}
@@ -151,6 +154,7 @@ func (r *registry) resourceTemplate(spec ResourceTemplateSpec, read func(c *Call
 }
 
 func (r *registry) prompt(spec PromptSpec, get func(c *Call, args map[string]string) (*abi.GetPromptResult, error)) {
+	refuseTyped("Prompt " + strconv.Quote(spec.Name))
 	if err := checkName(spec.Name); err != nil {
 		panic("sdk: Prompt: " + err.Error())
 	}
@@ -287,8 +291,7 @@ func (r *registry) method(req *abi.CallRequest) []byte {
 	case abi.MethodCompletionComplete:
 		result, err = r.complete(c, &req.Params)
 	default:
-		err = abi.NewEnvelope(abi.CodeInvalidArgument, fmt.Sprintf("plugin %q does not serve method %q", r.info.Name, req.Method),
-			"the host sends only the methods of abi.Methods")
+		return unservedMethod(r.info.Name, req.Method)
 	}
 	var out abi.MethodResult
 	if err != nil {
@@ -297,14 +300,21 @@ func (r *registry) method(req *abi.CallRequest) []byte {
 			env = &abi.Envelope{Code: abi.CodeToolError, Message: err.Error()}
 		}
 		out.Error = env
-	} else if out.Result, err = json.Marshal(result); err != nil {
+	} else if out.Result, err = marshalJSON(result); err != nil {
 		out.Error = &abi.Envelope{Code: abi.CodeToolError, Message: "the result could not be encoded as JSON: " + err.Error()}
 	}
-	b, err := json.Marshal(out)
+	b, err := marshalJSON(out)
 	if err != nil { // envelope details that do not encode
 		out.Error.Details = map[string]any{"details_error": err.Error()}
-		b, _ = json.Marshal(out)
+		b, _ = marshalJSON(out)
 	}
+	return b
+}
+
+// unservedMethod answers a request for a method the plugin does not serve.
+func unservedMethod(plugin, method string) []byte {
+	b, _ := marshalJSON(abi.MethodResult{Error: abi.NewEnvelope(abi.CodeInvalidArgument,
+		fmt.Sprintf("plugin %q does not serve method %q", plugin, method), "the host sends only the methods of abi.Methods")})
 	return b
 }
 
@@ -354,7 +364,7 @@ func (r *registry) getPrompt(c *Call, name string, rawArgs json.RawMessage) (*ab
 		}
 		args := map[string]string{}
 		if len(rawArgs) > 0 && string(rawArgs) != "null" {
-			if err := json.Unmarshal(rawArgs, &args); err != nil {
+			if err := unmarshalJSON(rawArgs, &args); err != nil {
 				return nil, abi.NewEnvelope(abi.CodeInvalidArgument, "prompt arguments must be an object of strings: "+err.Error(), "")
 			}
 		}

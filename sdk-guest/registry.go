@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/plugboard/plugboard/abi"
+	"github.com/plugboard/plugboard/abi/jsonscan"
 )
 
 // ToolSpec is the agent-facing surface of one tool, minus the schemas that
@@ -61,6 +62,9 @@ type tool struct {
 	// which serves the manifest plugboard plugin build embedded instead
 	// (schema_embedded.go).
 	schemas func() (in, out json.RawMessage, err error)
+	// typedReason says why this tool needs encoding/json ("" when a build
+	// with the plugboard_typed tag serves it; typed.go).
+	typedReason string
 }
 
 // registry holds a plugin's identity and tools. The package-level std
@@ -194,8 +198,18 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 		t.outPlan = newEncPlan(outType)
 	}
 	fast := newPlan(inType, false)
+	if t.typedReason = toolTypedReason(fast, inType, outType, isResult); typedBuild && t.typedReason != "" {
+		fail("this module is built with the plugboard_typed tag, which links no encoding/json, but %s; "+
+			"build it with `plugboard plugin build`, which leaves the tag out for such a plugin", t.typedReason)
+	}
 	t.invoke = func(c *Call, args json.RawMessage) (any, error) {
 		var in In
+		if typedBuild {
+			if err := decodeArgumentsTyped(fast, args, reflect.ValueOf(&in).Elem()); err != nil {
+				return nil, argumentError(spec.Name, inType, err)
+			}
+			return handler(c, in)
+		}
 		if fast == nil || len(args) == 0 || !fast.decodeFast(args, reflect.ValueOf(&in).Elem()) {
 			var zero In
 			in = zero
@@ -236,16 +250,36 @@ func isObjectType(t reflect.Type) bool {
 }
 
 // checkObjectSchema checks that a hand-written schema is a JSON object whose
-// type is "object".
+// type is "object" (its key matched as encoding/json would, in any case).
+// It runs at every registration, so it does not use encoding/json: a build
+// with the plugboard_typed tag links none.
 func checkObjectSchema(schema json.RawMessage) error {
-	var s struct {
-		Type any `json:"type"`
+	p := jsonscan.Parser{B: schema, UnquoteKeys: true}
+	p.WS()
+	if p.I >= len(p.B) || p.B[p.I] != '{' {
+		return fmt.Errorf("not a JSON object")
 	}
-	if err := json.Unmarshal(schema, &s); err != nil {
+	typ := "<nil>" // the type: a string's value, other JSON as written
+	if _, err := p.Object(func(key []byte) (bool, error) {
+		start := p.I
+		err := p.Skip()
+		if err == nil && bytes.EqualFold(key, []byte("type")) {
+			typ = string(schema[start:p.I])
+			if schema[start] == '"' {
+				if s, ok := jsonscan.Unquote(schema[start+1 : p.I-1]); ok {
+					typ = string(s)
+				}
+			}
+		}
+		return true, err
+	}); err != nil {
 		return fmt.Errorf("not a JSON object: %w", err)
 	}
-	if s.Type != "object" {
-		return fmt.Errorf(`top-level "type" is %v, want "object"`, s.Type)
+	if p.WS(); p.I != len(p.B) {
+		return fmt.Errorf("not a JSON object: %w", p.Fail())
+	}
+	if typ != "object" {
+		return fmt.Errorf(`top-level "type" is %s, want "object"`, typ)
 	}
 	return nil
 }

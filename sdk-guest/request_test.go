@@ -149,3 +149,48 @@ func TestSpecialIn8(t *testing.T) {
 		}
 	}
 }
+
+// checkParseRequestTyped holds the typed parse (a build without
+// encoding/json) to encoding/json for what it reads: whenever
+// encoding/json reads a request, the typed parse reads the same method,
+// name, arguments and context, and it reads nothing encoding/json refuses.
+func checkParseRequestTyped(t *testing.T, input []byte) {
+	t.Helper()
+	var want abi.CallRequest
+	wantErr := json.Unmarshal(input, &want)
+	got, err := parseRequestAs(input, true)
+	if wantErr != nil {
+		if err == nil {
+			t.Fatalf("%q: typed parse read what encoding/json refuses (%v)", input, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%q: typed parse error %v, encoding/json read it", input, err)
+	}
+	norm := func(b []byte) []byte {
+		if string(b) == "null" {
+			return nil
+		}
+		return b
+	}
+	if got.Method != want.Method || got.Params.Name != want.Params.Name || !reflect.DeepEqual(got.Context, want.Context) ||
+		!bytes.Equal(norm(got.Params.Arguments), norm(want.Params.Arguments)) {
+		t.Fatalf("%q: typed parse = %q %+v %+v, encoding/json = %q %+v %+v", input, got.Method, got.Params, got.Context,
+			want.Method, want.Params, want.Context)
+	}
+}
+
+func TestParseRequestTyped(t *testing.T) {
+	for _, s := range append(requestSeeds, `{"PARAMS":{"Name":"echo","ARGUMENTS":{"a":1}},"Context":{"Request_ID":"r"}}`,
+		`{"p\u0061rams":{"name":"\u0065cho"}}`, `{"method":"prompts/get","params":{"name":"p"}}`) {
+		checkParseRequestTyped(t, []byte(s))
+	}
+}
+
+func FuzzParseRequestTyped(f *testing.F) {
+	for _, s := range requestSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkParseRequestTyped)
+}

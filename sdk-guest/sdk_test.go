@@ -397,3 +397,14 @@ func BenchmarkCallEcho1KiB(b *testing.B) {
 		}
 	}
 }
+
+func TestCheckObjectSchema(t *testing.T) {
+	for schema, ok := range map[string]bool{
+		`{"type":"object"}`: true, ` {"TYPE" : "\u006fbject", "properties": {}} `: true, `{"type":1}`: false,
+		`{"type":"array"}`: false, `{}`: false, `[]`: false, `{"type":"object"} x`: false, `{"type":`: false, `"x"`: false,
+	} {
+		if err := checkObjectSchema([]byte(schema)); (err == nil) != ok {
+			t.Errorf("checkObjectSchema(%s) = %v", schema, err)
+		}
+	}
+}

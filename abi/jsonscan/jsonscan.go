@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Parser scans B from offset I. Methods advance I past what they consume;
@@ -20,7 +21,10 @@ type Parser struct {
 	// Spaced is set once WS has skipped any whitespace: a value scanned
 	// while it stayed false is already compact.
 	Spaced bool
-	depth  int
+	// UnquoteKeys makes Object hand member the value of a key with
+	// escapes or invalid UTF-8 (Unquote) instead of skipping its member.
+	UnquoteKeys bool
+	depth       int
 	// fallback is set by Decode on input it hands to encoding/json.
 	fallback bool
 }
@@ -60,7 +64,8 @@ func (p *Parser) Literal(lit string) bool {
 
 // object parses an object at p.I, calling member with p.I at each value
 // (after whitespace); member must consume the value. A key with escapes
-// asks for the fallback.
+// asks for the fallback: its member is skipped and ok is false, unless
+// UnquoteKeys is set.
 func (p *Parser) Object(member func(key []byte) (bool, error)) (bool, error) {
 	if p.depth++; p.depth > MaxDepth {
 		return false, p.Fail()
@@ -80,6 +85,11 @@ func (p *Parser) Object(member func(key []byte) (bool, error)) (bool, error) {
 		key, plain, err := p.Str()
 		if err != nil {
 			return false, err
+		}
+		if p.UnquoteKeys && (!plain || !utf8.Valid(key)) {
+			if key, plain = Unquote(key); !plain {
+				return false, p.Fail()
+			}
 		}
 		ok = ok && plain
 		p.WS()

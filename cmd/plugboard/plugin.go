@@ -42,7 +42,13 @@ func pluginBuild(ctx context.Context, dir, out string, stdout io.Writer) error {
 		out = filepath.Base(abs) + ".wasm"
 	}
 	start := time.Now()
-	m, err := pluginbuild.Plugin(ctx, dir, out, pluginbuild.Options{})
+	codecs := ""
+	m, err := pluginbuild.Plugin(ctx, dir, out, pluginbuild.Options{Codecs: func(typed bool, why string) {
+		codecs = "JSON: encoding/json, because " + why
+		if typed {
+			codecs = "JSON: the SDK's own codecs for every tool (the SDK links no encoding/json)"
+		}
+	}})
 	if err != nil {
 		return err
 	}
@@ -52,6 +58,9 @@ func pluginBuild(ctx context.Context, dir, out string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "built %s: plugin %s %s, tools: %s (%s)\n", out, m.Plugin.Name, m.Plugin.Version,
 		strings.Join(names, ", "), time.Since(start).Round(time.Millisecond))
+	if codecs != "" {
+		fmt.Fprintln(stdout, "  "+codecs)
+	}
 	return nil
 }
 
