@@ -10,14 +10,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/plugboard/plugboard/build/pluginbuild"
 	"github.com/plugboard/plugboard/internal/testing/buildtest"
 )
 
 // BenchmarkGuestSize reports the size of every first-party plugin as
 // `plugboard plugin build` writes it (bytes), and prints where echo's code
 // goes: the bytes of function bodies per Go package, read from the name
-// section of an echo built the same way but without -s (which drops that
-// section and nothing else the breakdown counts).
+// section of an echo built as plugin build builds it (echo qualifies for
+// the plugboard_typed tag: build/pluginbuild's TestTypedBuild) but without
+// -s, which drops that section and nothing else the breakdown counts.
 //
 //	go test -run '^$' -bench '^BenchmarkGuestSize$' -benchtime 1x ./bench/
 func BenchmarkGuestSize(b *testing.B) {
@@ -38,7 +40,7 @@ func BenchmarkGuestSize(b *testing.B) {
 	}
 	b.Run("echo-by-package", func(b *testing.B) {
 		out := filepath.Join(b.TempDir(), "echo.wasm")
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-w", "-o", out, ".")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-w", "-tags", pluginbuild.TypedTag, "-o", out, ".")
 		cmd.Dir = filepath.Join(buildtest.Root(b), "plugins", "echo")
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 		if msg, err := cmd.CombinedOutput(); err != nil {

@@ -198,7 +198,10 @@ func register[In, Out any](r *registry, spec ToolSpec, handler func(c *Call, in 
 		t.outPlan = newEncPlan(outType)
 	}
 	fast := newPlan(inType, false)
-	if t.typedReason = toolTypedReason(fast, inType, outType, isResult); typedBuild && t.typedReason != "" {
+	if typedBuild || describeBuild { // the only builds that ask (a served module links none of it)
+		t.typedReason = toolTypedReason(fast, inType, outType, isResult)
+	}
+	if typedBuild && t.typedReason != "" {
 		fail("this module is built with the plugboard_typed tag, which links no encoding/json, but %s; "+
 			"build it with `plugboard plugin build`, which leaves the tag out for such a plugin", t.typedReason)
 	}

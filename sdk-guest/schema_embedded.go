@@ -8,6 +8,9 @@ import (
 	"reflect"
 )
 
+// describeBuild is false: this build serves the manifest it was given.
+const describeBuild = false
+
 // builtManifest is the manifest `plugboard plugin build` got from describe
 // in a build with the plugboard_describe tag: it sets it from a file it
 // overlays on this package when it builds the module without the tag, and

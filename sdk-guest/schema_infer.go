@@ -17,6 +17,10 @@ import (
 // build links schema_embedded.go instead, so plugins carry neither
 // jsonschema-go nor its dependencies (issue 15).
 
+// describeBuild is true where describe infers the schemas: natively, and in
+// a WebAssembly build with the plugboard_describe tag.
+const describeBuild = true
+
 // describe returns the manifest as JSON: the output of the describe export.
 func (r *registry) describe() ([]byte, error) { return r.manifestJSON() }
 
